@@ -1,0 +1,61 @@
+"""ctxr: a contextual-retrieval indexer.
+
+The Python API, a thin layer over the same code the CLI runs::
+
+    import ctxr
+    report = ctxr.index(["docs/"], index_dir=".ctxr")
+    for hit in ctxr.search("how do I restore a backup?", index_dir=".ctxr", k=5):
+        print(hit.rank, hit.source, hit.heading_path, hit.score)
+
+    with ctxr.open_index(".ctxr") as service:      # open once, query many times
+        hits = service.search("THUMB_CACHE_MAX", mode="bm25")
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the heavy parts load on first use, so `import ctxr` stays cheap
+    from ctxr.index.writer import IndexReport
+    from ctxr.retrieve.service import SearchService
+    from ctxr.types import Hit
+
+__all__ = ["index", "open_index", "search"]
+__version__ = "0.1.0"
+
+
+def index(
+    paths: Sequence[str | Path],
+    index_dir: str | Path | None = None,
+    *,
+    rebuild: bool = False,
+    **settings: Any,
+) -> IndexReport:
+    """Index files and directories; returns the run's report. Settings as in `ctxr.config`."""
+    from ctxr.config import load_settings
+    from ctxr.index.builder import build_index
+
+    return build_index(paths, load_settings(index_dir=index_dir, **settings), rebuild=rebuild)
+
+
+def open_index(index_dir: str | Path | None = None, **settings: Any) -> SearchService:
+    """Open an index for searching; use it as a context manager or call `close()`."""
+    from ctxr.config import load_settings
+    from ctxr.retrieve.service import SearchService
+
+    return SearchService(load_settings(index_dir=index_dir, **settings))
+
+
+def search(
+    query: str,
+    index_dir: str | Path | None = None,
+    *,
+    k: int = 10,
+    mode: str = "hybrid",
+    **settings: Any,
+) -> list[Hit]:
+    """One search against an index (opens and closes it; use `open_index` for many)."""
+    with open_index(index_dir, **settings) as service:
+        return service.search(query, k=k, mode=mode)

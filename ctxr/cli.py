@@ -1,0 +1,199 @@
+"""The `ctxr` command line: parsing and printing only; the work lives in the library.
+
+Errors that ctxr raises on purpose print one line (what, and the fix) and exit with status 2.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from ctxr.config import load_settings
+from ctxr.errors import ConfigError, CtxrError
+from ctxr.types import Hit
+
+err_console = Console(stderr=True)
+out_console = Console()
+
+
+def _setup_logging() -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("ctxr: %(message)s"))
+    logger = logging.getLogger("ctxr")
+    if not logger.handlers:
+        logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+
+
+class _Group(click.Group):
+    """Turns deliberate ctxr errors into one readable line instead of a traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except CtxrError as exc:
+            err_console.print(f"[bold red]error:[/] {exc}", highlight=False)
+            sys.exit(2)
+
+
+@click.group(cls=_Group)
+@click.version_option(package_name="ctxr")
+def main() -> None:
+    """ctxr: contextual-retrieval indexing and hybrid (dense + BM25) search."""
+    _setup_logging()
+
+
+index_option = click.option(
+    "--index", "index_dir", type=click.Path(path_type=Path), help="index directory [./.ctxr]"
+)
+
+
+@main.command("index")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@index_option
+@click.option("--rebuild", is_flag=True, help="delete the index and build it anew")
+@click.option("--prune/--no-prune", default=True, help="remove documents deleted from a folder")
+@click.option("--context", type=click.Choice(["auto", "llm", "outline", "none"]), default=None)
+@click.option("--chunk-tokens", type=int, default=None, help="chunk budget in tokens")
+@click.option("--strict", is_flag=True, help="exit 1 if any file could not be loaded")
+@click.option("--json", "as_json", is_flag=True, help="print the report as JSON")
+def index_command(
+    paths: tuple[Path, ...],
+    index_dir: Path | None,
+    rebuild: bool,
+    prune: bool,
+    context: str | None,
+    chunk_tokens: int | None,
+    strict: bool,
+    as_json: bool,
+) -> None:
+    """Index files and folders (Markdown, code, text) into a hybrid search index."""
+    from ctxr.index.builder import build_index
+    from ctxr.progress import NullProgress, Progress, RichProgress
+
+    settings = load_settings(index_dir=index_dir, context=context, chunk_tokens=chunk_tokens)
+    if settings.context == "auto":
+        logging.getLogger("ctxr").info(
+            "no LLM provider configured: chunks get outline contexts (title, path, headings)"
+        )
+    bar: Progress = NullProgress() if as_json else RichProgress(err_console)
+    if isinstance(bar, RichProgress):
+        with bar:
+            report = build_index(paths, settings, rebuild=rebuild, prune=prune, progress=bar)
+    else:
+        report = build_index(paths, settings, rebuild=rebuild, prune=prune, progress=bar)
+    if as_json:
+        click.echo(json.dumps(report.to_json(), indent=2))
+    else:
+        _print_index_summary(report)
+    if strict and report.failed:
+        sys.exit(1)
+
+
+def _print_index_summary(report: Any) -> None:
+    table = Table(title=f"ctxr index: {report.index_dir}", show_header=False)
+    table.add_row("files seen", str(report.files_seen))
+    table.add_row("documents indexed", str(report.documents_indexed))
+    table.add_row("documents unchanged", str(report.documents_unchanged))
+    table.add_row("documents removed", str(report.documents_removed))
+    table.add_row("chunks written", str(report.chunks_written))
+    table.add_row("points in index", str(report.points_total))
+    table.add_row("contexts", report.context_kind)
+    table.add_row("time", f"{report.seconds:.1f} s")
+    err_console.print(table)
+    if report.skipped:
+        reasons: dict[str, int] = {}
+        for skipped in report.skipped:
+            reasons[skipped.reason] = reasons.get(skipped.reason, 0) + 1
+        summary = ", ".join(f"{n} {reason}" for reason, n in sorted(reasons.items()))
+        err_console.print(f"skipped {len(report.skipped)} paths: {summary}", highlight=False)
+    for path, reason in report.failed:
+        err_console.print(f"[yellow]not indexed:[/] {path}: {reason}", highlight=False)
+    for notice in report.notices:
+        err_console.print(f"[yellow]note:[/] {notice}", highlight=False)
+
+
+@main.command("search")
+@click.argument("query", required=False)
+@index_option
+@click.option("-k", "k", type=int, default=10, show_default=True, help="hits to return")
+@click.option("--mode", type=click.Choice(["hybrid", "dense", "bm25"]), default="hybrid")
+@click.option("--candidates", type=int, default=None, help="top-N per retriever before fusion")
+@click.option("--rrf-k", type=int, default=None, help="reciprocal rank fusion constant [60]")
+@click.option("--queries", type=click.Path(path_type=Path, exists=True, dir_okay=False),
+              help='JSONL file of {"id", "query"}; prints one JSON line per query')  # fmt: skip
+@click.option("--json", "as_json", is_flag=True, help="print hits as JSON")
+def search_command(
+    query: str | None,
+    index_dir: Path | None,
+    k: int,
+    mode: str,
+    candidates: int | None,
+    rrf_k: int | None,
+    queries: Path | None,
+    as_json: bool,
+) -> None:
+    """Search an index: dense and BM25 rankings fused by reciprocal rank fusion."""
+    from ctxr.retrieve.service import SearchService
+
+    if (query is None) == (queries is None):
+        raise click.UsageError("give either a QUERY or --queries FILE.jsonl")
+    settings = load_settings(index_dir=index_dir, candidates=candidates, rrf_k=rrf_k)
+    with SearchService(settings) as service:
+        if queries is not None:
+            batch = list(_read_queries(queries))
+            results = service.search_many([q for _, q in batch], k=k, mode=mode)
+            for (query_id, text), hits in zip(batch, results, strict=True):
+                line = {"id": query_id, "query": text, "hits": [h.to_json() for h in hits]}
+                click.echo(json.dumps(line, ensure_ascii=False))
+            return
+        assert query is not None
+        hits = service.search(query, k=k, mode=mode)
+    if as_json:
+        click.echo(json.dumps([h.to_json() for h in hits], indent=2, ensure_ascii=False))
+    else:
+        _print_hits(query, hits)
+
+
+def _read_queries(path: Path) -> Iterator[tuple[str, str]]:
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+            yield str(record["id"]), str(record["query"])
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ConfigError(
+                f'{path}:{number}: expected a JSON object with "id" and "query" ({exc}); '
+                "fix or remove that line"
+            ) from exc
+
+
+def _print_hits(query: str, hits: list[Hit]) -> None:
+    if not hits:
+        out_console.print(f"no hits for {query!r}", highlight=False)
+        return
+    table = Table(title=f"{len(hits)} hits for {query!r}", show_lines=True)
+    table.add_column("#", justify="right")
+    table.add_column("source / section")
+    table.add_column("snippet")
+    table.add_column("score (dense, bm25 ranks)")
+    for hit in hits:
+        where = hit.source + (("\n" + " > ".join(hit.heading_path)) if hit.heading_path else "")
+        snippet = " ".join(hit.text.split())
+        snippet = snippet[:200] + ("…" if len(snippet) > 200 else "")
+        ranks = ", ".join(f"{name} #{s.rank}" for name, s in hit.scores.items())
+        table.add_row(str(hit.rank), where, snippet, f"{hit.score:.4f}\n{ranks}")
+    out_console.print(table, highlight=False)
+
+
+if __name__ == "__main__":
+    main()

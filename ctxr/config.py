@@ -1,0 +1,56 @@
+"""Settings from flags, the environment and a `.env` file, in that order of precedence.
+
+Every setting has the ``CTXR_`` prefix in the environment (``CTXR_INDEX_DIR``...); `.env.example`
+lists them all. Flags reach here as keyword overrides from the CLI.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, ValidationError
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from ctxr.errors import ConfigError
+
+ContextMode = Literal["auto", "llm", "outline", "none"]
+SearchMode = Literal["hybrid", "dense", "bm25"]
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="CTXR_", env_file=".env", env_file_encoding="utf-8", extra="ignore"
+    )
+
+    index_dir: Path = Field(Path(".ctxr"), description="where the index lives")
+    # Splitting: the local MiniLM reads 256 word pieces at most, so chunks default to a budget
+    # that leaves room for the context prefix (see docs/DEPENDENCIES.md).
+    chunk_tokens: int = Field(200, ge=16, le=8192, description="chunk budget in tiktoken tokens")
+    chunk_overlap: int | None = Field(None, ge=0, description="overlap tokens; default per kind")
+    encoding: str = Field("cl100k_base", description="tiktoken encoding used to size chunks")
+    cache_dir: Path | None = Field(None, description="embedding cache; default INDEX_DIR/cache")
+    max_file_bytes: int = Field(20_000_000, ge=1, description="larger files are skipped")
+    context: ContextMode = Field("auto", description="how each chunk is situated")
+    embed_batch_size: int = Field(32, ge=1, le=1024)
+    embed_threads: int | None = Field(None, ge=1, description="onnxruntime threads")
+    bm25_k1: float = Field(1.2, gt=0)
+    bm25_b: float = Field(0.75, ge=0, le=1)
+    rrf_k: int = Field(60, ge=1, description="reciprocal rank fusion constant")
+    candidates: int = Field(50, ge=1, le=10_000, description="top-N per retriever before fusion")
+    hnsw_ef: int = Field(128, ge=1, description="HNSW search breadth once the index is built")
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Settings with CLI overrides applied; a `None` override means "flag not given"."""
+    given = {key: value for key, value in overrides.items() if value is not None}
+    try:
+        return Settings(**given)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"CTXR_{'_'.join(str(p) for p in err['loc']).upper()}: {err['msg']}"
+            for err in exc.errors()
+        )
+        raise ConfigError(
+            f"invalid setting ({problems}); fix the flag, the CTXR_* variable or .env"
+        ) from exc

@@ -1,0 +1,1 @@
+"""Enrichment: loading files, structure-aware splitting, and situating each chunk."""

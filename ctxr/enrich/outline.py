@@ -1,0 +1,37 @@
+"""Structural "outline" contexts: what situates a chunk when no LLM is configured.
+
+The outline names the document (its title and path) and the chunk's heading trail. It costs
+nothing, is deterministic, and already carries the signal that contextual retrieval adds most
+often: which file and which section a passage belongs to.
+"""
+
+from __future__ import annotations
+
+from ctxr.types import Chunk, ContextKind, ContextualChunk, Document
+
+# Recorded in the manifest as the prompt version, so an index knows how its contexts were made.
+OUTLINE_VERSION = "outline/1"
+
+
+def outline_context(document: Document, chunk: Chunk) -> str:
+    title = document.title
+    file_name = document.source.rsplit("/", 1)[-1]
+    # A title that is only the file name adds nothing to the path.
+    head = document.source if title == file_name else f"{title} ({document.source})"
+    parts = [f"From {head}"]
+    # The first heading usually repeats the title; don't say it twice.
+    trail = [h for h in chunk.heading_path if h != title] if chunk.heading_path else []
+    if trail:
+        parts.append("section: " + " > ".join(trail))
+    if document.language:
+        parts.append(f"{document.language} source")
+    return ", ".join(parts) + "."
+
+
+def situate(document: Document, chunks: list[Chunk], mode: ContextKind) -> list[ContextualChunk]:
+    """Attach a context to each chunk without calling a model ("outline" or "none")."""
+    if mode == "none":
+        return [ContextualChunk(chunk, "", "none") for chunk in chunks]
+    if mode == "outline":
+        return [ContextualChunk(c, outline_context(document, c), "outline") for c in chunks]
+    raise ValueError(f"situate() makes no {mode!r} contexts; the LLM queue does")

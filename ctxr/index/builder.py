@@ -1,0 +1,246 @@
+"""`build_index`: files in, one Qdrant point per chunk out, incrementally and resumably.
+
+Flow: walk and load files, split and situate the documents that are new or changed, analyse
+every chunk for BM25, then embed and write in batches. The manifest is saved after each batch,
+so a killed run loses at most one batch and the next run picks up where it stopped. Unchanged
+documents cost nothing; documents gone from an indexed directory are removed (pruned).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import shutil
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from ctxr.config import Settings
+from ctxr.enrich.load import Skipped, load_document, walk
+from ctxr.enrich.outline import OUTLINE_VERSION, situate
+from ctxr.enrich.split import split_document
+from ctxr.errors import ConfigError, LoadError
+from ctxr.index import components
+from ctxr.index.analyzer import Bm25Analyzer
+from ctxr.index.edge_store import EdgeStore
+from ctxr.index.embed import Embedder
+from ctxr.index.manifest import MANIFEST_NAME, Manifest
+from ctxr.index.writer import IndexReport, Prepared, write
+from ctxr.progress import NullProgress, Progress
+from ctxr.types import Chunk, ContextKind, Document
+
+
+def resolve_context_mode(settings: Settings) -> ContextKind:
+    if settings.context == "llm":
+        raise ConfigError(
+            "CTXR_CONTEXT=llm needs an LLM provider, which this version of ctxr does not have "
+            "yet; use --context outline (the default) or --context none"
+        )
+    return "outline" if settings.context == "auto" else settings.context
+
+
+def _recipe(settings: Settings, context_kind: ContextKind, chunker_name: str) -> str:
+    """Hash of everything that shapes a document's chunks and contexts."""
+    shape = {
+        "chunker": chunker_name,
+        "chunk_tokens": settings.chunk_tokens,
+        "chunk_overlap": settings.chunk_overlap,
+        "encoding": settings.encoding,
+        "context": context_kind,
+        "prompt": OUTLINE_VERSION if context_kind == "outline" else "",
+    }
+    return hashlib.sha256(json.dumps(shape, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def open_or_create(
+    index_dir: Path, settings: Settings, embedder: Embedder, analyzer: Bm25Analyzer, rebuild: bool
+) -> tuple[Manifest, EdgeStore]:
+    wanted = components.index_settings(settings, embedder, analyzer)
+    shard = components.shard_path(index_dir)
+    if rebuild:
+        # Only what this index owns; the embedding cache survives, so a rebuild re-embeds nothing.
+        shutil.rmtree(shard, ignore_errors=True)
+        (index_dir / MANIFEST_NAME).unlink(missing_ok=True)
+    if (index_dir / MANIFEST_NAME).exists():
+        manifest = Manifest.load(index_dir)
+        manifest.check_compatible(wanted, index_dir)
+        return manifest, EdgeStore.open(shard, settings.hnsw_ef)
+    # No manifest: a new index, or one whose first run died before its first batch finished.
+    store = (
+        EdgeStore.open(shard, settings.hnsw_ef)
+        if shard.exists()
+        else EdgeStore.create(shard, embedder.dim, settings.hnsw_ef)
+    )
+    manifest = Manifest(settings=wanted)
+    manifest.save(index_dir)
+    return manifest, store
+
+
+Chunker = Callable[[Document], list[Chunk]]
+# Collects the documents to (re)index, given the open manifest and store.
+Collector = Callable[[Manifest, EdgeStore, str, IndexReport, Progress], list[Document]]
+
+
+def build_index(
+    paths: Sequence[str | Path],
+    settings: Settings,
+    *,
+    rebuild: bool = False,
+    prune: bool = True,
+    embedder: Embedder | None = None,
+    progress: Progress | None = None,
+) -> IndexReport:
+    """Index files and folders: new and changed documents are written, the rest skipped."""
+
+    def collect(
+        manifest: Manifest, store: EdgeStore, recipe: str, report: IndexReport, bar: Progress
+    ) -> list[Document]:
+        todo = _load_changed(paths, settings, manifest, recipe, report, bar)
+        if prune:
+            _prune(paths, manifest, store, report, Path(settings.index_dir))
+        return todo
+
+    return _run(collect, settings, None, "split", rebuild, embedder, progress)
+
+
+def index_documents(
+    documents: Sequence[Document],
+    settings: Settings,
+    *,
+    chunker: Chunker | None = None,
+    chunker_name: str = "split",
+    rebuild: bool = False,
+    embedder: Embedder | None = None,
+    progress: Progress | None = None,
+) -> IndexReport:
+    """Index documents already in memory (evaluation sets, other loaders).
+
+    `chunker` replaces ctxr's splitter (an evaluation set that brings its own chunks);
+    `chunker_name` goes into each document's recipe so that a different chunker re-indexes.
+    """
+
+    def collect(
+        manifest: Manifest, store: EdgeStore, recipe: str, report: IndexReport, bar: Progress
+    ) -> list[Document]:
+        report.files_seen = len(documents)
+        todo = []
+        for document in documents:
+            entry = manifest.documents.get(document.doc_id)
+            if entry and entry.sha256 == document.sha256 and entry.recipe == recipe:
+                report.documents_unchanged += 1
+            else:
+                todo.append(document)
+        return todo
+
+    return _run(collect, settings, chunker, chunker_name, rebuild, embedder, progress)
+
+
+def _run(
+    collect: Collector,
+    settings: Settings,
+    chunker: Chunker | None,
+    chunker_name: str,
+    rebuild: bool,
+    embedder: Embedder | None,
+    progress: Progress | None,
+) -> IndexReport:
+    started = time.perf_counter()
+    progress = progress or NullProgress()
+    context_kind = resolve_context_mode(settings)
+    embedder = embedder or components.make_embedder(settings, cached=True)
+    analyzer = components.make_analyzer(settings)
+    index_dir = Path(settings.index_dir)
+    report = IndexReport(index_dir=str(index_dir), context_kind=context_kind)
+    manifest, store = open_or_create(index_dir, settings, embedder, analyzer, rebuild)
+    try:
+        recipe = _recipe(settings, context_kind, chunker_name)
+        todo = collect(manifest, store, recipe, report, progress)
+        if chunker is None:
+            chunker = functools.partial(
+                split_document,
+                max_tokens=settings.chunk_tokens,
+                overlap_tokens=settings.chunk_overlap,
+                encoding=settings.encoding,
+            )
+        prepared = _prepare(todo, chunker, context_kind, analyzer, progress)
+        write(prepared, manifest, store, embedder, settings, recipe, report, progress)
+        store.flush()
+        report.points_total = store.count()
+    finally:
+        store.close()
+        close = getattr(embedder, "close", None)
+        if callable(close):
+            close()
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _load_changed(
+    paths: Sequence[str | Path],
+    settings: Settings,
+    manifest: Manifest,
+    recipe: str,
+    report: IndexReport,
+    progress: Progress,
+) -> list[Document]:
+    todo: list[Document] = []
+    progress.start("files", None)
+    for item in walk(paths, settings.max_file_bytes):
+        if isinstance(item, Skipped):
+            report.skipped.append(item)
+            continue
+        report.files_seen += 1
+        progress.advance("files")
+        try:
+            document = load_document(item)
+        except LoadError as exc:
+            report.failed.append((exc.path, exc.reason))
+            progress.note(f"skipped {exc}")
+            continue
+        entry = manifest.documents.get(document.doc_id)
+        if entry and entry.sha256 == document.sha256 and entry.recipe == recipe:
+            report.documents_unchanged += 1
+        else:
+            todo.append(document)
+    return todo
+
+
+def _prune(
+    paths: Sequence[str | Path],
+    manifest: Manifest,
+    store: EdgeStore,
+    report: IndexReport,
+    index_dir: Path,
+) -> None:
+    """Remove documents that were indexed from one of `paths`' directories and are gone now."""
+    roots = [Path(p).as_posix().rstrip("/") + "/" for p in paths if Path(p).is_dir()]
+    gone = [
+        doc_id
+        for doc_id, entry in manifest.documents.items()
+        if any(entry.source.startswith(root) for root in roots) and not Path(entry.source).exists()
+    ]
+    if gone:
+        store.delete_documents(gone)
+        for doc_id in gone:
+            del manifest.documents[doc_id]
+        manifest.save(index_dir)
+        report.documents_removed = len(gone)
+
+
+def _prepare(
+    documents: list[Document],
+    chunker: Chunker,
+    context_kind: ContextKind,
+    analyzer: Bm25Analyzer,
+    progress: Progress,
+) -> list[Prepared]:
+    prepared: list[Prepared] = []
+    progress.start("chunks", len(documents))
+    for document in documents:
+        chunks = chunker(document)
+        situated = situate(document, chunks, context_kind)
+        terms = [analyzer.terms(c.indexed_text()) for c in situated]
+        prepared.append(Prepared(document, situated, terms))
+        progress.advance("chunks")
+    return prepared

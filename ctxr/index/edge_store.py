@@ -1,0 +1,109 @@
+"""`EdgeStore`: Qdrant's own engine in-process (qdrant-edge-py), on disk under the index dir.
+
+Dense vectors use cosine distance; the BM25 sparse vector carries our term weights and Qdrant's
+IDF modifier supplies the IDF, computed over the live points at query time, so deletions and
+additions keep IDF exact without re-weighting stored points.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import qdrant_edge as qe
+
+from ctxr.errors import IndexError_
+from ctxr.index.bm25 import SparseTerms
+from ctxr.index.store import DENSE_VECTOR, SPARSE_VECTOR, ScoredRecord, StoredPoint
+
+# Payload fields we filter on get an index, so deleting a document's points stays cheap.
+KEYWORD_FIELDS = ("doc_id", "source")
+
+
+class EdgeStore:
+    def __init__(self, shard: Any, hnsw_ef: int = 128) -> None:
+        self._shard = shard
+        self._params = qe.SearchParams(hnsw_ef=hnsw_ef)
+
+    @classmethod
+    def create(cls, path: Path, dim: int, hnsw_ef: int = 128) -> EdgeStore:
+        config = qe.EdgeConfig(
+            vectors={DENSE_VECTOR: qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine)},
+            sparse_vectors={SPARSE_VECTOR: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
+        )
+        path.mkdir(parents=True, exist_ok=True)
+        try:
+            shard = qe.EdgeShard.create(str(path), config)
+        except Exception as exc:  # the binding raises plain exceptions with Qdrant's message
+            raise IndexError_(
+                f"cannot create the Qdrant shard at {path}: {exc}; "
+                "remove the directory or choose another --index"
+            ) from exc
+        for field in KEYWORD_FIELDS:
+            shard.update(qe.UpdateOperation.create_field_index(field, qe.PayloadSchemaType.Keyword))
+        return cls(shard, hnsw_ef)
+
+    @classmethod
+    def open(cls, path: Path, hnsw_ef: int = 128) -> EdgeStore:
+        try:
+            shard = qe.EdgeShard.load(str(path))
+        except Exception as exc:
+            raise IndexError_(
+                f"cannot open the Qdrant shard at {path}: {exc}; "
+                "re-index with --rebuild to recreate it"
+            ) from exc
+        return cls(shard, hnsw_ef)
+
+    def upsert(self, points: Sequence[StoredPoint]) -> None:
+        if not points:
+            return
+        edge_points = [
+            qe.Point(
+                p.point_id,
+                {
+                    DENSE_VECTOR: [float(x) for x in p.dense],
+                    SPARSE_VECTOR: qe.SparseVector(p.sparse.indices, p.sparse.values),
+                },
+                p.payload,
+            )
+            for p in points
+        ]
+        self._shard.update(qe.UpdateOperation.upsert_points(edge_points))
+
+    def delete_documents(self, doc_ids: Sequence[str]) -> None:
+        if not doc_ids:
+            return
+        match = qe.FieldCondition("doc_id", match=qe.MatchAny(list(doc_ids)))
+        self._shard.update(qe.UpdateOperation.delete_points_by_filter(qe.Filter(must=[match])))
+
+    def query_dense(self, vector: Sequence[float], limit: int) -> list[ScoredRecord]:
+        query = qe.Query.Nearest([float(x) for x in vector], using=DENSE_VECTOR)
+        return self._query(query, limit)
+
+    def query_sparse(self, sparse: SparseTerms, limit: int) -> list[ScoredRecord]:
+        if not sparse.indices:
+            return []  # a query of only stop words matches nothing; Qdrant would reject it
+        vector = qe.SparseVector(sparse.indices, sparse.values)
+        return self._query(qe.Query.Nearest(vector, using=SPARSE_VECTOR), limit)
+
+    def _query(self, query: Any, limit: int) -> list[ScoredRecord]:
+        request = qe.QueryRequest(
+            limit=limit, query=query, with_payload=True, with_vector=False, params=self._params
+        )
+        return [
+            ScoredRecord(str(p.id), float(p.score), dict(p.payload or {}))
+            for p in self._shard.query(request)
+        ]
+
+    def count(self) -> int:
+        return int(self._shard.count(qe.CountRequest(exact=True)))
+
+    def optimize(self) -> bool:
+        return bool(self._shard.optimize())
+
+    def flush(self) -> None:
+        self._shard.flush()
+
+    def close(self) -> None:
+        self._shard.close()

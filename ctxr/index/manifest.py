@@ -1,0 +1,120 @@
+"""The manifest: what an index holds and the settings it was built with.
+
+It lives beside the Qdrant shard as ``manifest.json`` and is rewritten atomically after each
+batch of documents, so a run killed half-way leaves a manifest that matches the points
+already written: the next run skips those documents and completes the rest.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from ctxr.errors import IndexError_, IndexMismatchError, IndexNotFoundError
+
+FORMAT_VERSION = 1
+MANIFEST_NAME = "manifest.json"
+
+
+@dataclass(frozen=True, slots=True)
+class IndexSettings:
+    """Settings that decide what the stored vectors mean; a mismatch makes the index unusable."""
+
+    embedder: str
+    dim: int
+    analyzer: str
+    bm25_k1: float
+    bm25_b: float
+
+    def mismatches(self, other: IndexSettings) -> list[str]:
+        mine, theirs = asdict(self), asdict(other)
+        return [f"{k}: index has {mine[k]!r}, asked for {theirs[k]!r}" for k in mine
+                if mine[k] != theirs[k]]  # fmt: skip
+
+
+@dataclass(slots=True)
+class DocumentEntry:
+    source: str
+    sha256: str
+    # Hash of the settings that shaped this document's chunks and contexts (chunk size,
+    # context mode, prompt version): a change re-indexes the document.
+    recipe: str
+    chunks: int
+    terms: int
+    context_kind: str
+    indexed_at: str
+
+
+@dataclass(slots=True)
+class Manifest:
+    settings: IndexSettings
+    documents: dict[str, DocumentEntry] = field(default_factory=dict)
+    created_at: str = field(default_factory=lambda: _now())
+    updated_at: str = field(default_factory=lambda: _now())
+
+    @property
+    def chunk_count(self) -> int:
+        return sum(d.chunks for d in self.documents.values())
+
+    @property
+    def average_terms(self) -> float:
+        """Mean BM25 length of the indexed chunks, which BM25's length normalisation needs."""
+        chunks = self.chunk_count
+        return sum(d.terms for d in self.documents.values()) / chunks if chunks else 0.0
+
+    def check_compatible(self, wanted: IndexSettings, index_dir: Path) -> None:
+        problems = self.settings.mismatches(wanted)
+        if problems:
+            raise IndexMismatchError(
+                f"the index at {index_dir} was built with other settings ({'; '.join(problems)}). "
+                "Re-index with --rebuild to rebuild it with the current settings, "
+                "or point --index at another directory."
+            )
+
+    def save(self, index_dir: Path) -> None:
+        self.updated_at = _now()
+        body = {
+            "format": FORMAT_VERSION,
+            "settings": asdict(self.settings),
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+            "documents": {doc_id: asdict(entry) for doc_id, entry in self.documents.items()},
+        }
+        path = index_dir / MANIFEST_NAME
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(body, indent=1, ensure_ascii=False), encoding="utf-8")
+        os.replace(tmp, path)  # atomic: a crash leaves the old manifest or the new one
+
+    @classmethod
+    def load(cls, index_dir: Path) -> Manifest:
+        path = index_dir / MANIFEST_NAME
+        if not path.exists():
+            raise IndexNotFoundError(
+                f"no ctxr index at {index_dir} (missing {MANIFEST_NAME}); "
+                "build one with `ctxr index PATH --index DIR` or pass the right --index"
+            )
+        try:
+            body: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+            if body.get("format") != FORMAT_VERSION:
+                raise IndexMismatchError(
+                    f"{path} has format {body.get('format')!r}, this ctxr reads "
+                    f"{FORMAT_VERSION}; re-index with --rebuild"
+                )
+            return cls(
+                settings=IndexSettings(**body["settings"]),
+                documents={k: DocumentEntry(**v) for k, v in body["documents"].items()},
+                created_at=body["created_at"],
+                updated_at=body["updated_at"],
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise IndexError_(
+                f"{path} is corrupt ({exc}); re-index with --rebuild to recreate the index"
+            ) from exc
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")

@@ -1,0 +1,160 @@
+"""Writing prepared chunks: embed, weight for BM25, upsert, then record in the manifest.
+
+Batches are the unit of durability: a batch's points are flushed before the manifest says its
+documents are indexed, so the manifest never claims more than the store holds.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from ctxr.config import Settings
+from ctxr.enrich.load import Skipped
+from ctxr.index import components
+from ctxr.index.bm25 import Bm25Params, document_vector
+from ctxr.index.edge_store import EdgeStore
+from ctxr.index.embed import Embedder
+from ctxr.index.manifest import DocumentEntry, Manifest
+from ctxr.index.store import StoredPoint
+from ctxr.progress import Progress
+from ctxr.types import ContextualChunk, Document
+
+WRITE_BATCH_CHUNKS = 256
+
+
+@dataclass(slots=True)
+class IndexReport:
+    index_dir: str
+    context_kind: str
+    files_seen: int = 0
+    documents_indexed: int = 0
+    documents_unchanged: int = 0
+    documents_removed: int = 0
+    chunks_written: int = 0
+    chunks_truncated: int = 0
+    points_total: int = 0
+    skipped: list[Skipped] = field(default_factory=list)
+    failed: list[tuple[str, str]] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def to_json(self) -> dict[str, object]:
+        body = asdict(self)
+        body["skipped"] = [{"path": s.path, "reason": s.reason} for s in self.skipped]
+        body["failed"] = [{"path": path, "reason": reason} for path, reason in self.failed]
+        return body
+
+
+@dataclass(slots=True)
+class Prepared:
+    document: Document
+    chunks: list[ContextualChunk]
+    terms: list[list[str]]
+
+
+def write(
+    prepared: list[Prepared],
+    manifest: Manifest,
+    store: EdgeStore,
+    embedder: Embedder,
+    settings: Settings,
+    recipe: str,
+    report: IndexReport,
+    progress: Progress,
+) -> None:
+    # BM25 length normalisation needs the mean chunk length of the whole index: the documents
+    # kept as they are plus the ones written now. Points written earlier keep the mean of their
+    # own run (IDF stays exact, Qdrant computes it at query time); --rebuild renormalises all.
+    replaced = {p.document.doc_id for p in prepared}
+    kept = [e for doc_id, e in manifest.documents.items() if doc_id not in replaced]
+    new_terms = [len(t) for p in prepared for t in p.terms]
+    total_chunks = sum(e.chunks for e in kept) + len(new_terms)
+    avg_len = (sum(e.terms for e in kept) + sum(new_terms)) / max(total_chunks, 1)
+    params = components.bm25_params(settings)
+    progress.start("embeddings", len(new_terms))
+    batch: list[Prepared] = []
+    for item in prepared:
+        batch.append(item)
+        if sum(len(p.chunks) for p in batch) >= WRITE_BATCH_CHUNKS:
+            _write_batch(batch, manifest, store, embedder, avg_len, params, recipe, report)
+            progress.advance("embeddings", sum(len(p.chunks) for p in batch))
+            batch = []
+    if batch:
+        _write_batch(batch, manifest, store, embedder, avg_len, params, recipe, report)
+        progress.advance("embeddings", sum(len(p.chunks) for p in batch))
+    if report.chunks_truncated:
+        report.notices.append(
+            f"{report.chunks_truncated} chunks exceed the embedder's {embedder.max_tokens}-token "
+            "input; their tails are found by BM25 only. Lower CTXR_CHUNK_TOKENS to avoid this."
+        )
+
+
+def _write_batch(
+    batch: list[Prepared],
+    manifest: Manifest,
+    store: EdgeStore,
+    embedder: Embedder,
+    avg_len: float,
+    params: Bm25Params,
+    recipe: str,
+    report: IndexReport,
+) -> None:
+    texts = [c.indexed_text() for p in batch for c in p.chunks]
+    vectors = embedder.embed(texts)
+    count_tokens = getattr(embedder, "count_tokens", None)
+    if callable(count_tokens):
+        report.chunks_truncated += sum(count_tokens(t) > embedder.max_tokens for t in texts)
+    points: list[StoredPoint] = []
+    row = 0
+    for item in batch:
+        for situated, terms in zip(item.chunks, item.terms, strict=True):
+            points.append(
+                StoredPoint(
+                    point_id=situated.chunk.chunk_id,
+                    dense=vectors[row].tolist(),
+                    sparse=document_vector(terms, avg_len, params),
+                    payload=_payload(item.document, situated),
+                )
+            )
+            row += 1
+    # A changed document may now have fewer chunks: drop its old points before writing.
+    store.delete_documents([p.document.doc_id for p in batch])
+    store.upsert(points)
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    for item in batch:
+        manifest.documents[item.document.doc_id] = DocumentEntry(
+            source=item.document.source,
+            sha256=item.document.sha256,
+            recipe=recipe,
+            chunks=len(item.chunks),
+            terms=sum(len(t) for t in item.terms),
+            context_kind=item.chunks[0].context_kind if item.chunks else "none",
+            indexed_at=now,
+        )
+    store.flush()
+    manifest.save(Path(report.index_dir))  # after the flush: the manifest never runs ahead
+    report.documents_indexed += len(batch)
+    report.chunks_written += len(points)
+
+
+def _payload(document: Document, situated: ContextualChunk) -> dict[str, object]:
+    chunk = situated.chunk
+    return {
+        "doc_id": document.doc_id,
+        "source": document.source,
+        "title": document.title,
+        "kind": document.kind,
+        "language": document.language,
+        "doc_sha256": document.sha256,
+        "index": chunk.index,
+        "start": chunk.start,
+        "end": chunk.end,
+        "token_count": chunk.token_count,
+        "heading_path": list(chunk.heading_path),
+        "prefix": chunk.prefix,
+        "text": chunk.text,
+        "context": situated.context,
+        "context_kind": situated.context_kind,
+    }

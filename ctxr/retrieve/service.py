@@ -1,0 +1,129 @@
+"""The search service: an index opened once, queried many times.
+
+Hybrid search runs the dense and the BM25 retriever for the top `candidates` each, and fuses
+the two rankings in Python (not inside Qdrant) so that every hit keeps both retrievers' scores
+and ranks. The CLI, the Python API and (later) the HTTP API are thin layers over this class.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any, get_args
+
+from ctxr.config import SearchMode, Settings
+from ctxr.errors import ConfigError
+from ctxr.index import components
+from ctxr.index.bm25 import query_vector
+from ctxr.index.edge_store import EdgeStore
+from ctxr.index.embed import Embedder
+from ctxr.index.manifest import Manifest
+from ctxr.index.store import ScoredRecord
+from ctxr.retrieve.fusion import Fused, reciprocal_rank_fusion, single_ranking
+from ctxr.types import Hit
+
+MODES: tuple[str, ...] = get_args(SearchMode)
+
+
+class SearchService:
+    def __init__(self, settings: Settings, embedder: Embedder | None = None) -> None:
+        self.settings = settings
+        self.index_dir = Path(settings.index_dir)
+        self.manifest = Manifest.load(self.index_dir)
+        self._embedder = embedder
+        self._analyzer = components.make_analyzer(settings)
+        self._check_compatible()
+        self._store = EdgeStore.open(components.shard_path(self.index_dir), settings.hnsw_ef)
+
+    def _check_compatible(self) -> None:
+        # The embedder is loaded lazily (a BM25-only search never pays for it), but its identity
+        # is known up front, so a mismatch is reported before any query runs.
+        embedder = self._embedder or components.make_embedder(self.settings)
+        wanted = components.index_settings(self.settings, embedder, self._analyzer)
+        self.manifest.check_compatible(wanted, self.index_dir)
+        self._embedder = embedder
+
+    def __enter__(self) -> SearchService:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._store.close()
+
+    def search(
+        self, query: str, k: int = 10, mode: str = "hybrid", candidates: int | None = None
+    ) -> list[Hit]:
+        return self.search_many([query], k=k, mode=mode, candidates=candidates)[0]
+
+    def search_many(
+        self,
+        queries: Sequence[str],
+        k: int = 10,
+        mode: str = "hybrid",
+        candidates: int | None = None,
+    ) -> list[list[Hit]]:
+        """Search several queries; their embeddings are computed in one batch."""
+        if mode not in MODES:
+            raise ConfigError(f"unknown search mode {mode!r}; use one of {', '.join(MODES)}")
+        if k < 1:
+            raise ConfigError(f"k must be at least 1, got {k}")
+        depth = max(candidates or self.settings.candidates, k)
+        vectors = None
+        if mode in ("hybrid", "dense") and queries:
+            assert self._embedder is not None
+            vectors = self._embedder.embed(list(queries))
+        results: list[list[Hit]] = []
+        for i, query in enumerate(queries):
+            rankings: dict[str, list[ScoredRecord]] = {}
+            if vectors is not None:
+                rankings["dense"] = self._store.query_dense(vectors[i].tolist(), depth)
+            if mode in ("hybrid", "bm25"):
+                sparse = query_vector(self._analyzer.terms(query))
+                rankings["bm25"] = self._store.query_sparse(sparse, depth)
+            results.append(self._fuse(rankings, k))
+        return results
+
+    def _fuse(self, rankings: dict[str, list[ScoredRecord]], k: int) -> list[Hit]:
+        records = {r.point_id: r for ranking in rankings.values() for r in ranking}
+        keyed = {name: [(r.point_id, r.score) for r in rs] for name, rs in rankings.items()}
+        fused: list[Fused[str]]
+        if len(keyed) == 1:
+            [(name, ranking)] = keyed.items()
+            fused = single_ranking(name, ranking)
+        else:
+            fused = reciprocal_rank_fusion(keyed, k=self.settings.rrf_k)
+        return [_hit(rank, item, records[item.key].payload) for rank, item in
+                enumerate(fused[:k], start=1)]  # fmt: skip
+
+    def stats(self) -> dict[str, Any]:
+        return {
+            "index_dir": str(self.index_dir),
+            "points": self._store.count(),
+            "documents": len(self.manifest.documents),
+            "settings": self.manifest.settings,
+            "updated_at": self.manifest.updated_at,
+        }
+
+
+def _hit(rank: int, item: Fused[str], payload: dict[str, Any]) -> Hit:
+    return Hit(
+        rank=rank,
+        chunk_id=item.key,
+        doc_id=str(payload["doc_id"]),
+        source=str(payload["source"]),
+        start=int(payload["start"]),
+        end=int(payload["end"]),
+        heading_path=tuple(payload.get("heading_path") or ()),
+        text=str(payload["text"]),
+        context=str(payload.get("context") or ""),
+        score=item.score,
+        scores=item.by_retriever,
+    )

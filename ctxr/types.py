@@ -1,0 +1,117 @@
+"""The values that flow through ctxr: documents, chunks, contextualised chunks and hits.
+
+All are frozen dataclasses so that pure stages (splitting, analysis, fusion) cannot mutate
+what an earlier stage produced.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+# A fixed namespace makes chunk ids deterministic across machines and runs: re-indexing a
+# document overwrites its points instead of duplicating them.
+CHUNK_NAMESPACE = uuid.UUID("6f1c2a8e-3b7d-5e9f-a1c4-0d2e8b7f6a53")
+
+DocumentKind = Literal["markdown", "code", "text"]
+ContextKind = Literal["llm", "outline", "none"]
+
+
+def text_hash(text: str) -> str:
+    """SHA-256 of the UTF-8 text, hex; what the manifest and caches key documents by."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def chunk_id_for(doc_id: str, index: int) -> str:
+    """The deterministic point id of a document's index-th chunk."""
+    return str(uuid.uuid5(CHUNK_NAMESPACE, f"{doc_id}\x00{index}"))
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """One loaded file. `text` is exactly what chunk offsets refer to."""
+
+    doc_id: str
+    source: str
+    text: str
+    kind: DocumentKind
+    title: str
+    sha256: str
+    language: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """A span of a document: ``document.text[start:end] == text`` always holds.
+
+    ``prefix`` carries what is repeated for the chunk's sake (a continued section's heading
+    line, a table's header row); it is prepended to the indexed text, never spliced into
+    ``text``.
+    """
+
+    chunk_id: str
+    doc_id: str
+    index: int
+    text: str
+    start: int
+    end: int
+    token_count: int
+    heading_path: tuple[str, ...] = ()
+    prefix: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ContextualChunk:
+    """A chunk with the short context that situates it within its document."""
+
+    chunk: Chunk
+    context: str
+    context_kind: ContextKind
+
+    def indexed_text(self) -> str:
+        """The text that is embedded and analysed for BM25: context, prefix, then the chunk."""
+        parts = [p for p in (self.context, self.chunk.prefix, self.chunk.text) if p]
+        return "\n\n".join(parts)
+
+
+@dataclass(frozen=True, slots=True)
+class RetrieverScore:
+    """One retriever's opinion of a hit: its raw score and its 1-based rank."""
+
+    score: float
+    rank: int
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """A search result with everything needed to cite it and to see why it came back."""
+
+    rank: int
+    chunk_id: str
+    doc_id: str
+    source: str
+    start: int
+    end: int
+    heading_path: tuple[str, ...]
+    text: str
+    context: str
+    score: float
+    scores: Mapping[str, RetrieverScore] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "rank": self.rank,
+            "chunk_id": self.chunk_id,
+            "doc_id": self.doc_id,
+            "source": self.source,
+            "start": self.start,
+            "end": self.end,
+            "heading_path": list(self.heading_path),
+            "text": self.text,
+            "context": self.context,
+            "score": self.score,
+            "scores": {name: {"score": s.score, "rank": s.rank} for name, s in self.scores.items()},
+        }

@@ -1,0 +1,308 @@
+"""The splitter's invariants, structure rules and sentence rule."""
+
+from __future__ import annotations
+
+import itertools
+import random
+import re
+
+import pytest
+
+from ctxr.enrich.split import split_document
+from ctxr.enrich.split.recursive import sentences
+from ctxr.enrich.tokens import count_tokens
+from ctxr.errors import ConfigError
+from ctxr.types import Chunk, Document, DocumentKind, chunk_id_for, text_hash
+
+
+def make_doc(text: str, kind: DocumentKind, doc_id: str = "doc-1") -> Document:
+    return Document(
+        doc_id=doc_id, source=f"{doc_id}.{kind}", text=text, kind=kind, title=doc_id,
+        sha256=text_hash(text),
+    )  # fmt: skip
+
+
+def check_invariants(doc: Document, chunks: list[Chunk], max_tokens: int) -> None:
+    covered = bytearray(len(doc.text))
+    for i, chunk in enumerate(chunks):
+        assert chunk.index == i
+        assert chunk.doc_id == doc.doc_id
+        assert chunk.chunk_id == chunk_id_for(doc.doc_id, i)
+        assert doc.text[chunk.start : chunk.end] == chunk.text
+        assert chunk.text.strip() == chunk.text != ""
+        assert chunk.token_count == count_tokens(chunk.text)
+        assert chunk.token_count <= max_tokens
+        covered[chunk.start : chunk.end] = b"\x01" * (chunk.end - chunk.start)
+    for j in range(1, len(chunks)):  # document order
+        assert chunks[j - 1].start < chunks[j].start
+        assert chunks[j - 1].end < chunks[j].end
+    missing = [i for i, ch in enumerate(doc.text) if not covered[i] and not ch.isspace()]
+    assert missing == []
+
+
+MARKDOWN = """# Guide
+
+Welcome to the guide. It explains everything.
+
+## Install
+
+You need Python 3.11 or later.
+
+### From source
+
+```bash
+# clone the repository
+git clone https://example.org/repo.git
+## still not a heading
+cd repo
+```
+
+### From PyPI
+
+~~~
+# pip, not a heading either
+pip install thing
+~~~
+
+## Usage
+
+| option | meaning |
+|--------|---------|
+| -v     | verbose |
+| -q     | quiet   |
+
+Usage Notes
+-----------
+
+Some closing words.
+
+# Reference
+
+The end.
+"""
+
+
+def test_markdown_heading_trails_and_fences() -> None:
+    doc = make_doc(MARKDOWN, "markdown")
+    chunks = split_document(doc, max_tokens=40)
+    check_invariants(doc, chunks, 40)
+    paths = {c.heading_path for c in chunks}
+    assert ("Guide", "Install", "From source") in paths
+    assert ("Guide", "Install", "From PyPI") in paths
+    assert ("Guide", "Usage Notes") in paths  # setext level 2 under the level-1 "Guide"
+    assert ("Reference",) in paths
+    # '#' lines inside fences are code, not headings.
+    assert not any("clone" in "/".join(p) or "pip" in "/".join(p) for p in paths)
+    for fence in (r"```bash.*?```", r"~~~.*?~~~"):
+        match = re.search(fence, MARKDOWN, re.DOTALL)
+        assert match is not None
+        assert any(c.start <= match.start() and match.end() <= c.end for c in chunks)
+    for chunk in chunks:  # the chunk's own heading, if it starts with one, ends its trail
+        first = chunk.text.splitlines()[0]
+        if first.startswith("#"):
+            assert chunk.heading_path[-1] == first.lstrip("#").strip()
+
+
+def test_markdown_merges_nested_sections_but_not_siblings() -> None:
+    doc = make_doc(MARKDOWN, "markdown")
+    chunks = split_document(doc, max_tokens=2000)
+    check_invariants(doc, chunks, 2000)
+    # Everything under "# Guide" nests under it; "# Reference" is a same-level sibling.
+    assert [c.heading_path for c in chunks] == [("Guide",), ("Reference",)]
+    assert chunks[1].text == "# Reference\n\nThe end."
+
+
+def test_markdown_continuation_prefix() -> None:
+    body = " ".join(f"Sentence number {i} talks about installing things." for i in range(80))
+    text = f"# Guide\n\nIntro.\n\n## Install\n\n{body}\n\n## Next\n\nDone.\n"
+    doc = make_doc(text, "markdown")
+    chunks = split_document(doc, max_tokens=64)
+    check_invariants(doc, chunks, 64)
+    install = [c for c in chunks if c.heading_path == ("Guide", "Install")]
+    assert len(install) > 2
+    assert install[0].text.startswith("## Install")
+    assert install[0].prefix == ""
+    for chunk in install[1:]:
+        assert chunk.prefix == "# Guide\n## Install"
+        assert "## Install" not in chunk.text
+    assert chunks[-1].heading_path == ("Guide", "Next")
+    assert chunks[-1].prefix == ""
+
+
+def test_markdown_table_cut_between_rows_with_header_prefix() -> None:
+    rows = "".join(f"| row {i} | value {i} and some more words |\n" for i in range(60))
+    text = f"## Data\n\n| name | value |\n|------|-------|\n{rows}\nAfter the table.\n"
+    doc = make_doc(text, "markdown")
+    chunks = split_document(doc, max_tokens=50)
+    check_invariants(doc, chunks, 50)
+    line_starts = {0} | {m.end() for m in re.finditer("\n", text)}
+    line_ends = {m.start() for m in re.finditer("\r?\n", text)} | {len(text)}
+    for chunk in chunks:
+        assert chunk.start in line_starts
+        assert chunk.end in line_ends
+    assert len(chunks) > 3
+    for chunk in chunks[1:]:
+        if chunk.text.startswith("| row"):
+            assert chunk.prefix == "## Data\n\n| name | value |\n|------|-------|"
+
+
+def test_big_fence_is_split_by_lines() -> None:
+    code = "\n".join(f"    value_{i} = compute({i})  # step {i}" for i in range(200))
+    text = f"# Code\n\n```python\n{code}\n```\n"
+    doc = make_doc(text, "markdown")
+    chunks = split_document(doc, max_tokens=60)
+    check_invariants(doc, chunks, 60)
+    assert len(chunks) > 5
+    line_ends = {m.start() for m in re.finditer("\n", text)} | {len(text)}
+    assert all(c.end in line_ends for c in chunks)
+
+
+def test_markdown_crlf_and_unicode() -> None:
+    text = MARKDOWN.replace("Welcome", "Willkommen, Grüße 😀 欢迎").replace("\n", "\r\n")
+    doc = make_doc(text, "markdown")
+    chunks = split_document(doc, max_tokens=30)
+    check_invariants(doc, chunks, 30)
+    assert ("Guide", "Install", "From source") in {c.heading_path for c in chunks}
+    assert all("\r" not in part for c in chunks for part in c.heading_path)
+
+
+PYTHON = '''"""A module."""
+
+import os
+import sys
+
+
+def first(x: int) -> int:
+    """Double it."""
+    y = x * 2
+
+    return y
+
+
+class Thing:
+    def method(self) -> str:
+        return os.sep
+
+    def other(self) -> None:
+        print(sys.argv)
+
+
+def last() -> None:
+    # a comment with # marks
+    pass
+'''
+
+
+def test_code_file_splits_at_top_level_definitions() -> None:
+    doc = make_doc(PYTHON * 3, "code")
+    chunks = split_document(doc, max_tokens=48)
+    check_invariants(doc, chunks, 48)
+    for prev, cur in itertools.pairwise(chunks):
+        assert prev.end <= cur.start  # no overlap for code by default
+    assert all(c.heading_path == () and c.prefix == "" for c in chunks)
+    assert any(c.text.startswith("class Thing") for c in chunks)
+
+
+UNICODE = (
+    "Grüße aus München! Die Straße ist schön, z.B. im Frühling. Über 3.14 Äpfel.\r\n"
+    "中文句子在这里。另一个句子！第三句？\r\n"  # noqa: RUF001 - CJK punctuation on purpose
+    "Emoji time 😀👍🏽 and a family 👨‍👩‍👧 walk into a bar. Dr. Who was there.\r\n\r\n"
+)
+
+
+def test_unicode_crlf_text_with_overlap() -> None:
+    doc = make_doc(UNICODE * 30, "text")
+    chunks = split_document(doc, max_tokens=60)
+    check_invariants(doc, chunks, 60)
+    overlapping = sum(prev.end > cur.start for prev, cur in itertools.pairwise(chunks))
+    assert overlapping > 0  # text gets 10% overlap by default
+    for chunk in chunks:  # overlap starts at a word boundary, never mid-word
+        assert (
+            chunk.start == 0
+            or doc.text[chunk.start - 1].isspace()
+            or (doc.text[chunk.start - 1] in "\u3002\uff01\uff1f")
+        )
+
+
+@pytest.mark.parametrize("kind", ["text", "code", "markdown"])
+def test_huge_single_line_never_exceeds_budget(kind: DocumentKind) -> None:
+    words = " ".join(f"word{i}" for i in range(20000))
+    blob = "x9Z/" * 3000  # no whitespace at all: cut at token boundaries
+    cjk = "这是一个没有空格的很长的中文段落😀" * 300
+    doc = make_doc(f"{words} {blob} {cjk}", kind)
+    chunks = split_document(doc, max_tokens=100)
+    check_invariants(doc, chunks, 100)
+    assert max(c.token_count for c in chunks) > 80  # chunks are filled, not scraps
+
+
+def test_sentence_rule_keeps_abbreviations_and_decimals() -> None:
+    text = (
+        "Dr. Smith measured 3.14 units, e.g. in the U.S. lab. It worked! "
+        "Prices rose approx. five percent. Did it? Yes."
+    )
+    got = [text[s:e] for s, e in sentences(text, 0, len(text))]
+    assert got == [
+        "Dr. Smith measured 3.14 units, e.g. in the U.S. lab.",
+        "It worked!",
+        "Prices rose approx. five percent.",
+        "Did it?",
+        "Yes.",
+    ]
+
+
+def test_deterministic_and_empty() -> None:
+    doc = make_doc(UNICODE * 10 + MARKDOWN, "text")
+    assert split_document(doc, max_tokens=40) == split_document(doc, max_tokens=40)
+    assert split_document(make_doc(" \r\n\t ", "markdown")) == []
+    assert split_document(make_doc("", "text")) == []
+
+
+def test_bad_budgets_are_rejected() -> None:
+    doc = make_doc("hello", "text")
+    with pytest.raises(ConfigError, match="max_tokens"):
+        split_document(doc, max_tokens=2)
+    with pytest.raises(ConfigError, match="overlap_tokens"):
+        split_document(doc, max_tokens=100, overlap_tokens=80)
+
+
+# Pieces that random documents are made of: structure markers, abbreviations, CRLF, wide and
+# combined characters, words long and short.
+PARTS = [
+    *"ab .,!?|#=-`~\n\t", "\r\n", "Dr.", "3.14", "e.g.", "```", "~~~", "# ", "## ", "ü", "中",
+    "😀", "👨\u200d👩\u200d👧", "word", " longerword", "\n\n", "|---|", "---\n", "x" * 40,
+]  # fmt: skip
+KINDS: list[DocumentKind] = ["text", "code", "markdown"]
+
+
+def test_invariants_hold_for_random_texts() -> None:
+    """A seeded stand-in for the property test below, so it runs without hypothesis too."""
+    rng = random.Random(1234)
+    for _ in range(200):
+        text = "".join(rng.choices(PARTS, k=rng.randrange(0, 400)))
+        doc = make_doc(text, rng.choice(KINDS))
+        max_tokens = rng.randrange(4, 80)
+        overlap = rng.choice([None, 0, 1, max_tokens // 4])
+        chunks = split_document(doc, max_tokens=max_tokens, overlap_tokens=overlap)
+        check_invariants(doc, chunks, max_tokens)
+
+
+try:
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+except ImportError:  # pragma: no cover - hypothesis is a dev extra
+    pass
+else:
+
+    @settings(max_examples=200, deadline=None)
+    @given(
+        parts=st.lists(st.sampled_from(PARTS), max_size=300),
+        kind=st.sampled_from(KINDS),
+        max_tokens=st.integers(min_value=4, max_value=64),
+        overlap=st.one_of(st.none(), st.integers(min_value=0, max_value=2)),
+    )
+    def test_invariants_hold_for_any_text(
+        parts: list[str], kind: DocumentKind, max_tokens: int, overlap: int | None
+    ) -> None:
+        doc = make_doc("".join(parts), kind)
+        chunks = split_document(doc, max_tokens=max_tokens, overlap_tokens=overlap)
+        check_invariants(doc, chunks, max_tokens)
