@@ -17,9 +17,9 @@ hold every non-whitespace character of the document. Offsets are Python ``str`` 
 
 from __future__ import annotations
 
-from ctxr.enrich.split.markdown import Piece, split_markdown
+from ctxr.enrich.split.markdown import split_markdown
 from ctxr.enrich.split.recursive import CODE_LEVELS, PROSE_LEVELS, add_overlap, split_span
-from ctxr.enrich.split.sizing import MIN_MAX_TOKENS, Sizer, trim
+from ctxr.enrich.split.sizing import MIN_MAX_TOKENS, Piece, Sizer, trim
 from ctxr.enrich.tokens import DEFAULT_ENCODING
 from ctxr.errors import ConfigError
 from ctxr.types import Chunk, Document, DocumentKind, chunk_id_for

@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ctxr.enrich.split.recursive import Level, add_overlap, lines, sentences, split_span
-from ctxr.enrich.split.sizing import Sized, Sizer, Span, trim
+from ctxr.enrich.split.sizing import Piece, Sized, Sizer, Span, trim
 
 _FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _FENCE_CLOSE = re.compile(r"^ {0,3}(`{3,}|~{3,})[ \t]*$")
@@ -47,15 +47,6 @@ _NOT_SETEXT_TEXT = re.compile(r"^(?: {4}|\t| {0,3}(?:>|[-*+](?:[ \t]|$)|\d{1,9}[
 _TABLE_DELIMITER = re.compile(r"^[ \t]*\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$")
 _BLANK_LINES = re.compile(r"\n[ \t\r\f\v]*\n\s*")
 _NEWLINE = re.compile(r"\n")
-
-
-@dataclass(frozen=True, slots=True)
-class Piece:
-    """A chunk-to-be: a counted span plus what the Chunk carries besides its text."""
-
-    span: Sized
-    heading_path: tuple[str, ...]
-    prefix: str = ""
 
 
 @dataclass(frozen=True, slots=True)

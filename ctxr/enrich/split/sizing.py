@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import tiktoken
@@ -38,6 +39,15 @@ class Sized(NamedTuple):
     start: int
     end: int
     tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class Piece:
+    """A chunk-to-be: a counted span plus what the Chunk carries besides its text."""
+
+    span: Sized
+    heading_path: tuple[str, ...]
+    prefix: str = ""
 
 
 class Sizer:
@@ -127,9 +137,12 @@ def window_split(sizer: Sizer, start: int, end: int, budget: int) -> list[Sized]
     text = sizer.text
     out: list[Sized] = []
     pos = start
+    width = budget * 6 + 16  # a first guess at how many characters hold ``budget`` tokens
     while pos < end:
-        piece = _next_piece(sizer, pos, end, budget)
+        piece = _next_piece(sizer, pos, end, budget, width)
         out.append(piece)
+        # The next window is sized from this piece, so it is rarely much wider than needed.
+        width = (piece.end - pos) * 5 // 4 + 16
         nxt = trim(text, piece.end, end)
         if nxt is None:
             break
@@ -137,11 +150,10 @@ def window_split(sizer: Sizer, start: int, end: int, budget: int) -> list[Sized]
     return out
 
 
-def _next_piece(sizer: Sizer, pos: int, end: int, budget: int) -> Sized:
+def _next_piece(sizer: Sizer, pos: int, end: int, budget: int, width: int) -> Sized:
     text = sizer.text
-    # Encode a window a few times the budget wide rather than the whole rest of the span:
+    # Encode a window of about the piece's width rather than the whole rest of the span:
     # the cost per piece stays proportional to the piece, so the whole split stays linear.
-    width = budget * 6 + 16
     while True:
         stop = min(end, pos + width)
         tokens = sizer.encode(pos, stop)
