@@ -49,6 +49,12 @@ class EdgeStore:
         try:
             shard = qe.EdgeShard.load(str(path))
         except Exception as exc:
+            if "WouldBlock" in str(exc):
+                # Qdrant's write-ahead log is locked: the shard is healthy but open elsewhere.
+                raise IndexError_(
+                    f"the index at {path.parent} is in use by another ctxr process (a running "
+                    "`ctxr index` or `ctxr serve`); wait for it to finish or stop it, then retry"
+                ) from exc
             raise IndexError_(
                 f"cannot open the Qdrant shard at {path}: {exc}; "
                 "re-index with --rebuild to recreate it"

@@ -99,6 +99,8 @@ class Manifest:
             )
         try:
             body: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+            if not isinstance(body, dict):
+                raise ValueError(f"expected a JSON object, found {type(body).__name__}")
             if body.get("format") != FORMAT_VERSION:
                 raise IndexMismatchError(
                     f"{path} has format {body.get('format')!r}, this ctxr reads "

@@ -1,0 +1,1 @@
+"""Test doubles that plug into ctxr the way real parts do (structurally, via Protocols)."""

@@ -1,0 +1,219 @@
+"""`build_index` end to end: exact offsets, deterministic ids, incremental runs, pruning."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import ROOT, BuiltIndex
+from fakes.hash_embedder import HashEmbedder
+
+from ctxr.config import Settings, load_settings
+from ctxr.index.builder import build_index, index_documents
+from ctxr.index.components import shard_path
+from ctxr.index.edge_store import EdgeStore
+from ctxr.index.manifest import Manifest
+from ctxr.retrieve.service import SearchService
+from ctxr.types import Chunk, Document, chunk_id_for, text_hash
+
+
+def all_points(index_dir: Path, dim: int) -> dict[str, dict[str, Any]]:
+    """Every point of an index, by id (a dense query with a limit above the point count)."""
+    store = EdgeStore.open(shard_path(index_dir))
+    try:
+        total = store.count()
+        records = store.query_dense([1.0] + [0.0] * (dim - 1), limit=total + 10)
+        assert len(records) == total
+        return {r.point_id: r.payload for r in records}
+    finally:
+        store.close()
+
+
+def test_examples_report(examples_index: BuiltIndex) -> None:
+    report = examples_index.report
+    assert report.files_seen == 10
+    assert report.documents_indexed == 10
+    assert report.failed == [] and report.skipped == []
+    assert report.context_kind == "outline"
+    assert report.points_total == report.chunks_written > 10
+    manifest = Manifest.load(examples_index.index_dir)
+    assert manifest.chunk_count == report.points_total
+    assert manifest.settings.embedder == "onnx:all-MiniLM-L6-v2-int8"
+    assert manifest.settings.dim == 384
+    assert all(source.startswith("examples/") for source in manifest.documents)
+
+
+def test_offsets_match_the_document_text(examples_index: BuiltIndex) -> None:
+    points = all_points(examples_index.index_dir, 384)
+    texts: dict[str, str] = {}
+    by_doc: dict[str, list[dict[str, Any]]] = {}
+    for point_id, payload in points.items():
+        source = payload["source"]
+        if source not in texts:
+            # The loader's decoding exactly: utf-8-sig, no newline translation.
+            texts[source] = (ROOT / source).read_bytes().decode("utf-8-sig")
+        text = texts[source]
+        assert text[payload["start"] : payload["end"]] == payload["text"], (source, payload)
+        assert point_id == chunk_id_for(payload["doc_id"], payload["index"])
+        assert payload["doc_sha256"] == text_hash(text)
+        assert payload["token_count"] > 0
+        assert payload["context"].startswith("From ")
+        by_doc.setdefault(source, []).append(payload)
+    assert len(texts) == 10
+    # The invariant is exercised where it is easiest to break: CRLF and non-ASCII text.
+    crlf = "examples/notes/postmortem-2024-03-sync-outage.txt"
+    assert "\r\n" in texts[crlf]
+    assert any("\r\n" in p["text"] for p in by_doc[crlf])
+    ja = "examples/docs/faq.ja.md"
+    assert any(ord(ch) > 0x3000 for p in by_doc[ja] for ch in p["text"])
+    for source, payloads in by_doc.items():
+        indices = sorted(p["index"] for p in payloads)
+        assert indices == list(range(len(payloads))), source  # no gaps, no duplicates
+        # Chunks cover the document in order (overlap allowed, no chunk starts before its
+        # predecessor).
+        starts = [p["start"] for p in sorted(payloads, key=lambda p: p["index"])]
+        assert starts == sorted(starts), source
+    md = by_doc["examples/docs/configuration.md"]
+    assert any(len(p["heading_path"]) >= 1 for p in md)
+
+
+def test_reindexing_the_same_folder_keeps_ids_and_count(
+    examples_index: BuiltIndex, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A separate index (the session one stays untouched); the shared embedding cache makes the
+    # real embedder cost nothing here.
+    monkeypatch.chdir(ROOT)
+    settings = load_settings(index_dir=tmp_path / "idx", cache_dir=examples_index.cache_dir)
+    first = build_index(["examples"], settings)
+    ids = set(all_points(tmp_path / "idx", 384))
+    assert ids == set(all_points(examples_index.index_dir, 384))  # same ids as another index
+
+    again = build_index(["examples"], settings)
+    assert (again.documents_indexed, again.documents_unchanged) == (0, 10)
+    assert again.points_total == first.points_total == len(ids)
+
+    rebuilt = build_index(["examples"], settings, rebuild=True)
+    assert rebuilt.documents_indexed == 10
+    assert rebuilt.points_total == first.points_total
+    assert set(all_points(tmp_path / "idx", 384)) == ids
+
+
+def _hash_settings(tmp_path: Path) -> Settings:
+    return load_settings(index_dir=tmp_path / "idx", cache_dir=tmp_path / "cache")
+
+
+def _sources(settings: Settings, query: str, mode: str) -> set[str]:
+    with SearchService(settings, embedder=HashEmbedder()) as service:
+        return {hit.source for hit in service.search(query, k=50, mode=mode)}
+
+
+def test_incremental_edit_delete_add(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for name in (
+        "docs/install.md",
+        "docs/faq.md",
+        "docs/backup-restore.md",
+        "notes/release-notes.txt",
+    ):
+        shutil.copy(ROOT / "examples" / name, corpus / Path(name).name)
+    settings = _hash_settings(tmp_path)
+
+    first = build_index([corpus], settings, embedder=HashEmbedder())
+    assert (first.documents_indexed, first.documents_unchanged, first.documents_removed) == (
+        4,
+        0,
+        0,
+    )
+    removed_doc = (corpus / "backup-restore.md").as_posix()
+    assert removed_doc in _sources(settings, "lumen-backup.timer", "bm25")
+
+    faq = corpus / "faq.md"
+    faq.write_bytes(faq.read_bytes() + b"\n## Zanzibar\n\nThe quokka zanzibar answer.\n")
+    (corpus / "backup-restore.md").unlink()
+    (corpus / "new.md").write_text("# New\n\nA fresh page about marmalade.\n", encoding="utf-8")
+
+    fake = HashEmbedder()
+    second = build_index([corpus], settings, embedder=fake)
+    assert (second.documents_indexed, second.documents_unchanged, second.documents_removed) == (
+        2,
+        2,
+        1,
+    )
+    manifest = Manifest.load(tmp_path / "idx")
+    assert set(manifest.documents) == {
+        (corpus / n).as_posix() for n in ("install.md", "faq.md", "release-notes.txt", "new.md")
+    }
+    assert second.points_total == manifest.chunk_count
+    assert second.chunks_written == fake.texts_embedded  # only the changed and new documents
+
+    for mode in ("bm25", "hybrid", "dense"):
+        assert removed_doc not in _sources(settings, "lumen-backup.timer backup restore", mode)
+    assert (corpus / "faq.md").as_posix() in _sources(settings, "quokka zanzibar", "bm25")
+    assert (corpus / "new.md").as_posix() in _sources(settings, "marmalade", "bm25")
+
+    quiet = build_index([corpus], settings, embedder=HashEmbedder(), prune=False)
+    assert (quiet.documents_indexed, quiet.documents_unchanged) == (0, 4)
+
+
+def test_no_prune_keeps_deleted_documents(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a.md").write_text("# A\n\nalpha apricot\n", encoding="utf-8")
+    (corpus / "b.md").write_text("# B\n\nbeta banana\n", encoding="utf-8")
+    settings = _hash_settings(tmp_path)
+    build_index([corpus], settings, embedder=HashEmbedder())
+    (corpus / "b.md").unlink()
+    kept = build_index([corpus], settings, embedder=HashEmbedder(), prune=False)
+    assert kept.documents_removed == 0
+    assert (corpus / "b.md").as_posix() in _sources(settings, "banana", "bm25")
+    pruned = build_index([corpus], settings, embedder=HashEmbedder())
+    assert pruned.documents_removed == 1
+    assert _sources(settings, "banana", "bm25") == set()
+
+
+def test_changed_chunk_size_reindexes(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    shutil.copy(ROOT / "examples" / "docs" / "configuration.md", corpus)
+    build_index([corpus], _hash_settings(tmp_path), embedder=HashEmbedder())
+    smaller = load_settings(
+        index_dir=tmp_path / "idx", cache_dir=tmp_path / "cache", chunk_tokens=64
+    )
+    report = build_index([corpus], smaller, embedder=HashEmbedder())
+    assert report.documents_indexed == 1  # a new recipe re-indexes an unchanged file
+    assert report.points_total == Manifest.load(tmp_path / "idx").chunk_count
+
+
+def test_index_documents_with_own_chunker(tmp_path: Path) -> None:
+    text = "first line\nsecond line\n"
+    doc = Document("mem:1", "mem:1", text, "text", "one", text_hash(text))
+
+    def by_line(document: Document) -> list[Chunk]:
+        chunks, start = [], 0
+        for i, line in enumerate(document.text.splitlines(keepends=True)):
+            chunks.append(
+                Chunk(
+                    chunk_id_for(document.doc_id, i),
+                    document.doc_id,
+                    i,
+                    line,
+                    start,
+                    start + len(line),
+                    2,
+                )
+            )
+            start += len(line)
+        return chunks
+
+    settings = _hash_settings(tmp_path)
+    report = index_documents(
+        [doc], settings, chunker=by_line, chunker_name="lines", embedder=HashEmbedder()
+    )
+    assert (report.documents_indexed, report.chunks_written, report.points_total) == (1, 2, 2)
+    again = index_documents(
+        [doc], settings, chunker=by_line, chunker_name="lines", embedder=HashEmbedder()
+    )
+    assert (again.documents_indexed, again.documents_unchanged) == (0, 1)

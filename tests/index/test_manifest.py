@@ -1,0 +1,97 @@
+"""The manifest: round trip, compatibility checks, and clear errors for missing/corrupt files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ctxr.errors import IndexError_, IndexMismatchError, IndexNotFoundError
+from ctxr.index.manifest import (
+    FORMAT_VERSION,
+    MANIFEST_NAME,
+    DocumentEntry,
+    IndexSettings,
+    Manifest,
+)
+
+SETTINGS = IndexSettings(
+    embedder="onnx:all-MiniLM-L6-v2-int8", dim=384, analyzer="ctxr-bm25/1", bm25_k1=1.2, bm25_b=0.75
+)
+
+
+def _entry(source: str, chunks: int, terms: int) -> DocumentEntry:
+    return DocumentEntry(source, "ab" * 32, "recipe0001", chunks, terms, "outline", "2024-01-01")
+
+
+def test_round_trip(tmp_path: Path) -> None:
+    manifest = Manifest(settings=SETTINGS)
+    manifest.documents["docs/a.md"] = _entry("docs/a.md", 3, 120)
+    manifest.documents["docs/ü.md"] = _entry("docs/ü.md", 1, 10)
+    manifest.save(tmp_path)
+
+    loaded = Manifest.load(tmp_path)
+    assert loaded.settings == SETTINGS
+    assert loaded.documents == manifest.documents
+    assert loaded.created_at == manifest.created_at
+    assert loaded.updated_at == manifest.updated_at
+    assert loaded.chunk_count == 4
+    assert loaded.average_terms == pytest.approx(130 / 4)
+    body = json.loads((tmp_path / MANIFEST_NAME).read_text(encoding="utf-8"))
+    assert body["format"] == FORMAT_VERSION
+    assert "docs/ü.md" in body["documents"]
+    assert not list(tmp_path.glob("*.tmp"))  # the atomic write leaves no temp file behind
+
+
+def test_empty_manifest_stats() -> None:
+    manifest = Manifest(settings=SETTINGS)
+    assert manifest.chunk_count == 0
+    assert manifest.average_terms == 0.0
+
+
+def test_missing_manifest_says_how_to_build(tmp_path: Path) -> None:
+    with pytest.raises(IndexNotFoundError) as info:
+        Manifest.load(tmp_path / "nowhere")
+    message = str(info.value)
+    assert "nowhere" in message
+    assert "ctxr index" in message and "--index" in message
+
+
+@pytest.mark.parametrize(
+    "content",
+    ["{not json", "[]", '{"format": 1}', '{"format": 1, "settings": {"embedder": "x"}}'],
+)
+def test_corrupt_manifest_is_a_clear_error(tmp_path: Path, content: str) -> None:
+    (tmp_path / MANIFEST_NAME).write_text(content, encoding="utf-8")
+    with pytest.raises(IndexError_) as info:
+        Manifest.load(tmp_path)
+    message = str(info.value)
+    assert str(tmp_path / MANIFEST_NAME) in message
+    assert "--rebuild" in message
+
+
+def test_format_mismatch(tmp_path: Path) -> None:
+    Manifest(settings=SETTINGS).save(tmp_path)
+    path = tmp_path / MANIFEST_NAME
+    body = json.loads(path.read_text(encoding="utf-8"))
+    body["format"] = FORMAT_VERSION + 1
+    path.write_text(json.dumps(body), encoding="utf-8")
+    with pytest.raises(IndexMismatchError) as info:
+        Manifest.load(tmp_path)
+    message = str(info.value)
+    assert f"format {FORMAT_VERSION + 1}" in message
+    assert "--rebuild" in message
+
+
+def test_check_compatible_names_every_difference(tmp_path: Path) -> None:
+    manifest = Manifest(settings=SETTINGS)
+    manifest.check_compatible(SETTINGS, tmp_path)  # same settings: fine
+    other = IndexSettings("fake:hash-64", 64, "ctxr-bm25/1", 1.2, 0.75)
+    with pytest.raises(IndexMismatchError) as info:
+        manifest.check_compatible(other, tmp_path)
+    message = str(info.value)
+    assert "embedder: index has 'onnx:all-MiniLM-L6-v2-int8', asked for 'fake:hash-64'" in message
+    assert "dim: index has 384, asked for 64" in message
+    assert "analyzer" not in message
+    assert "--rebuild" in message and str(tmp_path) in message

@@ -1,0 +1,101 @@
+"""Reciprocal rank fusion on hand-computed lists: sum of w / (k + rank) over retrievers."""
+
+from __future__ import annotations
+
+import pytest
+
+from ctxr.retrieve.fusion import Fused, reciprocal_rank_fusion, single_ranking
+from ctxr.types import RetrieverScore
+
+
+def _scores(fused: list[Fused[str]]) -> dict[str, float]:
+    return {f.key: f.score for f in fused}
+
+
+def test_rrf_hand_computed() -> None:
+    rankings = {
+        "dense": [("a", 0.9), ("b", 0.8), ("c", 0.7)],
+        "bm25": [("c", 12.0), ("a", 7.5), ("d", 1.0)],
+    }
+    fused = reciprocal_rank_fusion(rankings, k=60)
+    expected = {
+        "a": 1 / 61 + 1 / 62,
+        "c": 1 / 63 + 1 / 61,
+        "b": 1 / 62,
+        "d": 1 / 63,
+    }
+    assert [f.key for f in fused] == ["a", "c", "b", "d"]
+    assert _scores(fused) == pytest.approx(expected, abs=1e-15)
+    a = fused[0]
+    assert a.by_retriever == {
+        "dense": RetrieverScore(score=0.9, rank=1),
+        "bm25": RetrieverScore(score=7.5, rank=2),
+    }
+    assert fused[2].by_retriever == {"dense": RetrieverScore(0.8, 2)}  # b: dense only
+
+
+def test_rrf_k_changes_scores() -> None:
+    fused = reciprocal_rank_fusion({"x": [("a", 1.0), ("b", 0.5)]}, k=1)
+    assert _scores(fused) == pytest.approx({"a": 1 / 2, "b": 1 / 3})
+    with pytest.raises(ValueError, match="k must be >= 1"):
+        reciprocal_rank_fusion({"x": [("a", 1.0)]}, k=0)
+
+
+def test_exact_ties_break_by_first_appearance() -> None:
+    # u: ranks 1 and 3; v: ranks 3 and 1 -> equal sums and equal best rank; u appears first.
+    tied = reciprocal_rank_fusion(
+        {"a": [("u", 0), ("w", 0), ("v", 0)], "b": [("v", 0), ("w2", 0), ("u", 0)]}, k=60
+    )
+    assert tied[0].score == tied[1].score == 1 / 61 + 1 / 63
+    assert [f.key for f in tied] == ["u", "v", "w", "w2"]
+
+
+def test_equal_scores_break_by_best_single_rank() -> None:
+    # With k=2: h is 2nd in two lists -> 1/4 + 1/4 = 0.5 (best rank 2); i is 1st in one list
+    # weighted 1.5 -> 1.5/3 = 0.5 (best rank 1). h appears first, yet i wins the tie.
+    fused = reciprocal_rank_fusion(
+        {"b": [("x", 0), ("h", 0)], "c": [("y", 0), ("h", 0)], "a": [("i", 0)]},
+        k=2,
+        weights={"a": 1.5},
+    )
+    scores = _scores(fused)
+    assert scores == {"h": 0.5, "i": 0.5, "x": 1 / 3, "y": 1 / 3}
+    assert [f.key for f in fused] == ["i", "h", "x", "y"]
+
+
+def test_duplicates_within_a_ranking_count_once_at_best_rank() -> None:
+    fused = reciprocal_rank_fusion({"dense": [("a", 0.9), ("b", 0.8), ("a", 0.1)]}, k=60)
+    assert _scores(fused) == pytest.approx({"a": 1 / 61, "b": 1 / 62})
+    assert fused[0].by_retriever == {"dense": RetrieverScore(0.9, 1)}
+    assert fused[1].by_retriever == {"dense": RetrieverScore(0.8, 2)}  # keeps its own position
+
+
+def test_weights() -> None:
+    rankings = {"dense": [("a", 0.9), ("b", 0.8)], "bm25": [("b", 3.0), ("a", 2.0)]}
+    even = reciprocal_rank_fusion(rankings, k=60)
+    assert even[0].score == even[1].score  # symmetric: a tie, broken by first appearance
+    assert [f.key for f in even] == ["a", "b"]
+
+    fused = reciprocal_rank_fusion(rankings, k=60, weights={"bm25": 2.0})  # dense defaults to 1
+    assert _scores(fused) == pytest.approx({"a": 1 / 61 + 2 / 62, "b": 1 / 62 + 2 / 61})
+    assert [f.key for f in fused] == ["b", "a"]
+
+    muted = reciprocal_rank_fusion(rankings, k=60, weights={"dense": 0.0, "bm25": 1.0})
+    assert [f.key for f in muted] == ["b", "a"]
+    assert muted[0].by_retriever["dense"] == RetrieverScore(0.8, 2)  # still explained
+
+
+def test_empty_inputs() -> None:
+    assert reciprocal_rank_fusion({}) == []
+    assert reciprocal_rank_fusion({"dense": [], "bm25": []}) == []
+    assert single_ranking("bm25", []) == []
+
+
+def test_single_ranking_keeps_order_scores_and_dedups() -> None:
+    fused = single_ranking("bm25", [("a", 9.0), ("b", 4.0), ("a", 1.0), ("c", 0.5)])
+    assert [(f.key, f.score) for f in fused] == [("a", 9.0), ("b", 4.0), ("c", 0.5)]
+    assert [f.by_retriever for f in fused] == [
+        {"bm25": RetrieverScore(9.0, 1)},
+        {"bm25": RetrieverScore(4.0, 2)},
+        {"bm25": RetrieverScore(0.5, 3)},  # ranks are renumbered after the duplicate
+    ]

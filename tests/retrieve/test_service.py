@@ -1,0 +1,159 @@
+"""`SearchService` over real indexes: modes, hit shape, judged quality, and clear open errors."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import JUDGED, ROOT, BuiltIndex
+from fakes.hash_embedder import HashEmbedder
+
+import ctxr
+from ctxr.config import load_settings
+from ctxr.errors import ConfigError, IndexMismatchError, IndexNotFoundError
+from ctxr.index.builder import build_index
+from ctxr.retrieve.service import SearchService
+from ctxr.types import Hit
+
+
+def _judged() -> list[dict[str, Any]]:
+    lines = JUDGED.read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+def _relevant(hit: Hit, judgement: dict[str, Any]) -> bool:
+    return hit.source == judgement["source"] and judgement["contains"] in hit.text
+
+
+def recall_at(queries: list[dict[str, Any]], results: list[list[Hit]], k: int) -> float:
+    """Mean over queries of the share of its relevant passages found in the top k."""
+    total = 0.0
+    for query, hits in zip(queries, results, strict=True):
+        found = sum(any(_relevant(h, r) for h in hits[:k]) for r in query["relevant"])
+        total += found / len(query["relevant"])
+    return total / len(queries)
+
+
+def mrr_at(queries: list[dict[str, Any]], results: list[list[Hit]], k: int) -> float:
+    total = 0.0
+    for query, hits in zip(queries, results, strict=True):
+        for hit in hits[:k]:
+            if any(_relevant(hit, r) for r in query["relevant"]):
+                total += 1.0 / hit.rank
+                break
+    return total / len(queries)
+
+
+@pytest.fixture
+def service(examples_index: BuiltIndex) -> Iterator[SearchService]:
+    with SearchService(examples_index.settings) as opened:
+        yield opened
+
+
+def test_judged_set_is_well_formed() -> None:
+    queries = _judged()
+    assert [q["id"] for q in queries] == [f"q{i:02d}" for i in range(1, 31)]
+    root = ROOT
+    for query in queries:
+        for judgement in query["relevant"]:
+            text = (root / judgement["source"]).read_bytes().decode("utf-8-sig")
+            assert text.count(judgement["contains"]) == 1, (query["id"], judgement)
+
+
+def test_hybrid_beats_or_equals_each_single_retriever(service: SearchService) -> None:
+    queries = _judged()
+    texts = [q["query"] for q in queries]
+    results = {
+        mode: service.search_many(texts, k=10, mode=mode) for mode in ("dense", "bm25", "hybrid")
+    }
+    recall = {mode: recall_at(queries, hits, 5) for mode, hits in results.items()}
+    mrr = {mode: mrr_at(queries, hits, 10) for mode, hits in results.items()}
+    numbers = (
+        f"recall@5 dense={recall['dense']:.3f} bm25={recall['bm25']:.3f} "
+        f"hybrid={recall['hybrid']:.3f}; MRR@10 dense={mrr['dense']:.3f} "
+        f"bm25={mrr['bm25']:.3f} hybrid={mrr['hybrid']:.3f}"
+    )
+    # Sanity: both retrievers really work on this set; otherwise the comparison means nothing.
+    assert min(recall["dense"], recall["bm25"]) >= 0.6, numbers
+    assert recall["hybrid"] >= max(recall["dense"], recall["bm25"]), numbers
+
+
+def test_hit_shape_and_modes(service: SearchService) -> None:
+    hybrid = service.search("What is the default value of THUMB_CACHE_MAX?", k=5)
+    assert [h.rank for h in hybrid] == [1, 2, 3, 4, 5]
+    top = hybrid[0]
+    assert top.source == "examples/docs/configuration.md"
+    assert "THUMB_CACHE_MAX" in top.text
+    assert set(top.scores) == {"dense", "bm25"}
+    assert top.scores["bm25"].rank == 1
+    assert top.score == pytest.approx(sum(1 / (60 + s.rank) for s in top.scores.values()))
+    assert [h.score for h in hybrid] == sorted((h.score for h in hybrid), reverse=True)
+
+    bm25 = service.search("THUMB_CACHE_MAX", k=3, mode="bm25")
+    assert all(set(h.scores) == {"bm25"} for h in bm25)
+    assert [h.scores["bm25"].rank for h in bm25] == [1, 2, 3][: len(bm25)]
+    assert bm25[0].score == bm25[0].scores["bm25"].score  # raw BM25 score, not fused
+
+    dense = service.search("thumbnail disk usage limit", k=3, mode="dense")
+    assert all(set(h.scores) == {"dense"} for h in dense)
+    assert -1.0 <= dense[-1].score <= dense[0].score <= 1.0
+
+    assert service.search("the of and", k=3, mode="bm25") == []  # only stop words
+    stats = service.stats()
+    assert stats["points"] == service.manifest.chunk_count > 0
+    assert stats["documents"] == 10
+
+
+def test_bad_mode_and_k(service: SearchService) -> None:
+    with pytest.raises(ConfigError, match="unknown search mode 'fuzzy'"):
+        service.search("x", mode="fuzzy")
+    with pytest.raises(ConfigError, match="k must be at least 1"):
+        service.search("x", k=0)
+
+
+def test_python_api(examples_index: BuiltIndex) -> None:
+    hits = ctxr.search(
+        "lumen-backup.timer schedule", index_dir=examples_index.index_dir, k=3, mode="bm25"
+    )
+    assert hits[0].source == "examples/docs/backup-restore.md"
+    with ctxr.open_index(examples_index.index_dir) as service:
+        assert (
+            service.search("MAX_PARALLEL uploads", k=1)[0].source == "examples/web/uploadQueue.ts"
+        )
+
+
+def test_missing_index_says_how_to_build(tmp_path: Path) -> None:
+    with pytest.raises(IndexNotFoundError) as info:
+        SearchService(load_settings(index_dir=tmp_path / "none"))
+    message = str(info.value)
+    assert str(tmp_path / "none") in message
+    assert "ctxr index PATH --index DIR" in message
+
+
+@pytest.fixture
+def hash_index(tmp_path: Path) -> Path:
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a.md").write_text("# A\n\nLanterns and brass polish.\n", encoding="utf-8")
+    settings = load_settings(index_dir=tmp_path / "idx", cache_dir=tmp_path / "cache")
+    build_index([corpus], settings, embedder=HashEmbedder())
+    return tmp_path / "idx"
+
+
+def test_index_built_with_another_embedder_is_refused(hash_index: Path) -> None:
+    with pytest.raises(IndexMismatchError) as info:
+        SearchService(load_settings(index_dir=hash_index))  # the default embedder: MiniLM
+    message = str(info.value)
+    assert "fake:hash-64" in message
+    assert "onnx:all-MiniLM-L6-v2-int8" in message
+    assert "dim: index has 64, asked for 384" in message
+    assert "--rebuild" in message
+    # Indexing into it with the default embedder is refused the same way.
+    with pytest.raises(IndexMismatchError, match="fake:hash-64"):
+        build_index([hash_index.parent / "corpus"], load_settings(index_dir=hash_index))
+    # With the embedder it was built with, it opens and answers.
+    with SearchService(load_settings(index_dir=hash_index), embedder=HashEmbedder()) as ok:
+        assert ok.search("brass lanterns", k=1)[0].source.endswith("corpus/a.md")
