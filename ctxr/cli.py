@@ -18,6 +18,7 @@ from rich.table import Table
 
 from ctxr.config import load_settings
 from ctxr.errors import ConfigError, CtxrError
+from ctxr.eval.command import eval_command
 from ctxr.types import Hit
 
 err_console = Console(stderr=True)
@@ -194,6 +195,8 @@ def _print_hits(query: str, hits: list[Hit]) -> None:
         table.add_row(str(hit.rank), where, snippet, f"{hit.score:.4f}\n{ranks}")
     out_console.print(table, highlight=False)
 
+
+main.add_command(eval_command, "eval")
 
 if __name__ == "__main__":
     main()

@@ -165,3 +165,83 @@ def evaluate_run(
     """Macro averages over the queries of ``qrels``: "pass@k" and "recall@k" for each k,
     "mrr@10" and "ndcg@10". See ``report_run`` for the rules."""
     return report_run(run, qrels, ks).scores
+
+
+def first_ranks(retrieved: Sequence[str], depth: int | None = None) -> dict[str, int]:
+    """Each distinct id in ``retrieved`` (its first ``depth`` positions) with its first rank."""
+    return _first_positions(retrieved, len(retrieved) if depth is None else depth)
+
+
+def score_ranks(
+    found: Mapping[str, int], qrels: Mapping[str, int], ks: Sequence[int] = DEFAULT_KS
+) -> dict[str, float]:
+    """``score_query`` from the 1-based rank at which each id was first found.
+
+    Every metric here depends only on those ranks, so a harness that decides *when* a judged
+    id counts as found (a retrieved span overlapping a golden one, several judged ids matched
+    by one hit) scores with this instead of inventing a retrieved list. For any list,
+    ``score_ranks(first_ranks(retrieved), q, ks) == score_query(retrieved, q, ks)``.
+    """
+
+    def within(ids: Collection[str], k: int) -> int:
+        return sum(1 for i in ids if 0 < found.get(i, 0) <= k)
+
+    golden = set(qrels)
+    relevant = _relevant_ids(qrels)
+    scores: dict[str, float] = {}
+    for k in ks:
+        _check_k(k)
+        scores[f"pass@{k}"] = within(golden, k) / len(golden) if golden else 0.0
+    for k in ks:
+        scores[f"recall@{k}"] = within(relevant, k) / len(relevant) if relevant else 0.0
+    top = [found[i] for i in relevant if 0 < found.get(i, 0) <= 10]
+    scores["mrr@10"] = 1.0 / min(top) if top else 0.0
+    dcg = sum(qrels[i] / math.log2(found[i] + 1) for i in relevant if 0 < found.get(i, 0) <= 10)
+    ideal = sorted((qrels[i] for i in relevant), reverse=True)[:10]
+    idcg = sum(g / math.log2(rank + 1) for rank, g in enumerate(ideal, start=1))
+    scores["ndcg@10"] = dcg / idcg if idcg > 0 else 0.0
+    return scores
+
+
+def report_ranks(
+    found: Mapping[str, Mapping[str, int]],
+    qrels: Mapping[str, Mapping[str, int]],
+    ks: Sequence[int] = DEFAULT_KS,
+) -> MetricReport:
+    """``report_run`` for runs given as query id -> judged id -> first rank found."""
+    per_query = {
+        query_id: score_ranks(found.get(query_id, {}), judged, ks)
+        for query_id, judged in qrels.items()
+        if judged
+    }
+    n = len(per_query)
+    scores = {
+        name: (sum(q[name] for q in per_query.values()) / n if n else 0.0)
+        for name in metric_names(ks)
+    }
+    return MetricReport(scores=scores, per_query=per_query)
+
+
+def recall_curve(
+    found: Mapping[str, Mapping[str, int]],
+    qrels: Mapping[str, Mapping[str, int]],
+    max_k: int,
+) -> list[float]:
+    """Macro recall at k = 1..max_k (BEIR's recall: grade > 0), for plotting recall against k."""
+    _check_k(max_k)
+    totals = [0.0] * max_k
+    n = 0
+    for query_id, judged in qrels.items():
+        relevant = _relevant_ids(judged)
+        if not judged:
+            continue
+        n += 1
+        if not relevant:
+            continue
+        ranks = found.get(query_id, {})
+        for doc_id in relevant:
+            rank = ranks.get(doc_id, 0)
+            if 0 < rank <= max_k:
+                for k in range(rank, max_k + 1):
+                    totals[k - 1] += 1.0 / len(relevant)
+    return [t / n if n else 0.0 for t in totals]

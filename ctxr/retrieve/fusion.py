@@ -1,9 +1,18 @@
 """Rank fusion, pure: several retrievers' ranked lists in, one fused ranking out.
 
-Reciprocal rank fusion (Cormack et al., 2009) scores an item sum(w_r / (k + rank_r)) over the
-retrievers that returned it. It ignores raw scores, which is why it fuses cosine similarities
-and BM25 sums that live on unrelated scales. Each fused item keeps every retriever's score and
-rank, so a caller can show why a hit came back.
+Two families, both parameter-light:
+
+- Reciprocal rank fusion (Cormack et al., 2009) scores an item sum(w_r / (k + rank_r)) over
+  the retrievers that returned it. It ignores raw scores, which is why it fuses cosine
+  similarities and BM25 sums that live on unrelated scales. Anthropic's reference fusion is
+  this with k = 0 and weights 0.8 / 0.2.
+- Distribution-based score fusion (DBSF, as in Qdrant) normalises each retriever's scores by
+  their own spread (mean +- 3 standard deviations, clipped to [0, 1]) and sums them, so a
+  retriever that is confident about one item (a score far above the rest) counts for more
+  than one whose top scores are all alike.
+
+Each fused item keeps every retriever's score and rank, so a caller can show why a hit came
+back.
 """
 
 from __future__ import annotations
@@ -31,8 +40,8 @@ def reciprocal_rank_fusion(
 ) -> list[Fused[K]]:
     """Fuse best-first `(key, score)` lists by RRF; ties break by best single rank, then key order
     of first appearance, so the result is deterministic."""
-    if k < 1:
-        raise ValueError(f"RRF k must be >= 1, got {k}")
+    if k < 0:
+        raise ValueError(f"RRF k must be >= 0, got {k}")
     totals: dict[K, float] = {}
     seen: dict[K, dict[str, RetrieverScore]] = {}
     for name, ranking in rankings.items():
@@ -59,4 +68,41 @@ def single_ranking(name: str, ranking: Sequence[tuple[K, float]]) -> list[Fused[
         if key not in seen:
             seen.add(key)
             out.append(Fused(key, score, {name: RetrieverScore(score, len(out) + 1)}))
+    return out
+
+
+def distribution_based_score_fusion(
+    rankings: Mapping[str, Sequence[tuple[K, float]]],
+) -> list[Fused[K]]:
+    """Fuse best-first `(key, score)` lists by DBSF; deterministic tie-breaks as in RRF."""
+    totals: dict[K, float] = {}
+    seen: dict[K, dict[str, RetrieverScore]] = {}
+    for name, ranking in rankings.items():
+        firsts = _first_occurrences(ranking)
+        if not firsts:
+            continue
+        scores = [score for _, score in firsts]
+        mean = sum(scores) / len(scores)
+        std = (sum((x - mean) ** 2 for x in scores) / len(scores)) ** 0.5
+        low, high = mean - 3 * std, mean + 3 * std
+        for position, (key, score) in enumerate(firsts, start=1):
+            # One score, or all equal: no spread to normalise by, every item counts fully.
+            normalised = 1.0 if high <= low else min(max((score - low) / (high - low), 0.0), 1.0)
+            seen.setdefault(key, {})[name] = RetrieverScore(score=score, rank=position)
+            totals[key] = totals.get(key, 0.0) + normalised
+    order = {key: i for i, key in enumerate(seen)}
+    ranked = sorted(
+        totals,
+        key=lambda key: (-totals[key], min(s.rank for s in seen[key].values()), order[key]),
+    )
+    return [Fused(key, totals[key], seen[key]) for key in ranked]
+
+
+def _first_occurrences(ranking: Sequence[tuple[K, float]]) -> list[tuple[K, float]]:
+    seen: set[K] = set()
+    out = []
+    for key, score in ranking:
+        if key not in seen:
+            seen.add(key)
+            out.append((key, score))
     return out

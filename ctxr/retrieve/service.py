@@ -76,11 +76,17 @@ class SearchService:
         if k < 1:
             raise ConfigError(f"k must be at least 1, got {k}")
         depth = max(candidates or self.settings.candidates, k)
+        return [self._fuse(r, k) for r in self.retrieve(queries, mode, depth)]
+
+    def retrieve(
+        self, queries: Sequence[str], mode: str, depth: int
+    ) -> list[dict[str, list[ScoredRecord]]]:
+        """Each retriever's own top-`depth` ranking per query, before fusion."""
         vectors = None
         if mode in ("hybrid", "dense") and queries:
             assert self._embedder is not None
             vectors = self._embedder.embed(list(queries))
-        results: list[list[Hit]] = []
+        results: list[dict[str, list[ScoredRecord]]] = []
         for i, query in enumerate(queries):
             rankings: dict[str, list[ScoredRecord]] = {}
             if vectors is not None:
@@ -88,7 +94,7 @@ class SearchService:
             if mode in ("hybrid", "bm25"):
                 sparse = query_vector(self._analyzer.terms(query))
                 rankings["bm25"] = self._store.query_sparse(sparse, depth)
-            results.append(self._fuse(rankings, k))
+            results.append(rankings)
         return results
 
     def _fuse(self, rankings: dict[str, list[ScoredRecord]], k: int) -> list[Hit]:

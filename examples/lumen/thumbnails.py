@@ -62,8 +62,10 @@ class ThumbnailCache:
 
     def __init__(self, root: Path, max_bytes: int | None = None) -> None:
         self.root = root
-        self.max_bytes = max_bytes if max_bytes is not None else parse_size(
-            os.environ.get("THUMB_CACHE_MAX") or os.environ.get("LUMEN_CACHE_SIZE")
+        self.max_bytes = (
+            max_bytes
+            if max_bytes is not None
+            else parse_size(os.environ.get("THUMB_CACHE_MAX") or os.environ.get("LUMEN_CACHE_SIZE"))
         )
         self._used = sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
 

@@ -37,8 +37,11 @@ def test_rrf_hand_computed() -> None:
 def test_rrf_k_changes_scores() -> None:
     fused = reciprocal_rank_fusion({"x": [("a", 1.0), ("b", 0.5)]}, k=1)
     assert _scores(fused) == pytest.approx({"a": 1 / 2, "b": 1 / 3})
-    with pytest.raises(ValueError, match="k must be >= 1"):
-        reciprocal_rank_fusion({"x": [("a", 1.0)]}, k=0)
+    # k = 0 is Anthropic's reference weighting, 1/rank.
+    fused = reciprocal_rank_fusion({"x": [("a", 1.0), ("b", 0.5)]}, k=0)
+    assert _scores(fused) == pytest.approx({"a": 1.0, "b": 1 / 2})
+    with pytest.raises(ValueError, match="k must be >= 0"):
+        reciprocal_rank_fusion({"x": [("a", 1.0)]}, k=-1)
 
 
 def test_exact_ties_break_by_first_appearance() -> None:

@@ -1,0 +1,328 @@
+"""Running an evaluation: index a data set, query it in batch, score the ranked hits.
+
+One call builds the index(es) an ablation needs (a "none"-context and an "outline"-context
+index; the embedding cache makes the second cheap for text already embedded), runs every
+query once per row, maps the hits to the ids the data set judges, and scores them with
+``ctxr.eval.metrics``. Indexes live under a named directory or a temporary one, never in the
+user's default ``.ctxr``; the embedding cache lives apart from them (``CTXR_CACHE_DIR``, else
+``$XDG_CACHE_HOME/ctxr/embeddings``) so that a temporary index re-embeds nothing next time.
+
+How hits become judged ids:
+
+- anthropic-codebase, ``chunks="given"``: each document is indexed with the set's own chunks,
+  so a hit's chunk id maps back to its ``uuid#index`` key: Anthropic's Pass@k, comparable.
+- anthropic-codebase, ``chunks="ours"``: whole documents go through ctxr's splitter. A golden
+  chunk counts as found at the rank of the first hit from the same document whose span
+  overlaps it by at least half of the shorter of the two spans (``spans_match``): a hit
+  that holds most of a golden chunk, or a small hit that lies mostly inside one, finds it; a
+  hit that merely touches its edge does not. One hit may find several golden chunks; each
+  golden chunk counts once.
+- BEIR: a document is indexed as title + blank line + text (Anserini's "flat" fields); a
+  document's rank is the rank of its best chunk among the hits, duplicates dropped.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from ctxr.config import Settings, load_settings
+from ctxr.enrich.tokens import count_tokens
+from ctxr.errors import ConfigError, IndexMismatchError
+from ctxr.eval import metrics
+from ctxr.eval.datasets import EvalDataset, load_anthropic_codebase, load_beir
+from ctxr.index import components
+from ctxr.index.builder import Chunker, index_documents
+from ctxr.index.embed import MODEL_NAME, Embedder
+from ctxr.progress import NullProgress, Progress
+from ctxr.retrieve.service import SearchService
+from ctxr.types import Chunk, Document, DocumentKind, Hit, chunk_id_for, text_hash
+
+DatasetKind = Literal["anthropic-codebase", "beir"]
+ChunkSource = Literal["given", "ours"]
+
+#: Rows as "mode:context"; "rerank" is hybrid + a reranker.
+DEFAULT_ROWS: tuple[str, ...] = (
+    "dense:none", "dense:outline", "bm25:none", "bm25:outline", "hybrid:none", "hybrid:outline",
+    "rerank:outline",
+)  # fmt: skip
+ROW_MODES = ("dense", "bm25", "hybrid", "rerank")
+CONTEXTS = ("none", "outline")
+NO_RERANKER = "not available: no reranker configured"
+NOTE_OUTLINE = (
+    "no LLM provider configured: 'outline' rows use structural outline contexts "
+    "(document title, source, heading trail), not LLM-written ones"
+)
+NOTE_NO_TITLES = (
+    "anthropic-codebase documents have no titles or paths (titles are doc_N), so their "
+    "outline contexts carry almost nothing; expect outline ~ none here"
+)
+#: BEIR hits are chunks; fetch this many per document wanted so that dedupe leaves enough.
+BEIR_HITS_PER_DOC = 3
+
+
+@dataclass(frozen=True)
+class RowSpec:
+    mode: str
+    context: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.mode}:{self.context}"
+
+
+def parse_rows(text: str | Sequence[str]) -> list[RowSpec]:
+    """``"dense:none,hybrid"`` -> rows; a mode alone means the outline context."""
+    items = text.split(",") if isinstance(text, str) else list(text)
+    rows: list[RowSpec] = []
+    for item in filter(None, (i.strip() for i in items)):
+        mode, _, context = item.partition(":")
+        context = context or "outline"
+        if mode not in ROW_MODES or context not in CONTEXTS:
+            raise ConfigError(
+                f"unknown ablation row {item!r}; use MODE[:CONTEXT] with MODE one of "
+                f"{', '.join(ROW_MODES)} and CONTEXT one of {', '.join(CONTEXTS)}"
+            )
+        rows.append(RowSpec(mode, context))
+    if not rows:
+        raise ConfigError("no ablation rows given; e.g. --modes dense:none,hybrid:outline")
+    return rows
+
+
+def spans_match(gold_start: int, gold_end: int, hit_start: int, hit_end: int) -> bool:
+    """The ``chunks="ours"`` rule: overlap >= half of the shorter span (and > 0 characters)."""
+    overlap = min(gold_end, hit_end) - max(gold_start, hit_start)
+    shorter = min(gold_end - gold_start, hit_end - hit_start)
+    return overlap > 0 and 2 * overlap >= shorter
+
+
+@dataclass
+class RowResult:
+    name: str
+    settings: dict[str, Any]
+    available: bool = True
+    note: str = ""
+    scores: dict[str, float] = field(default_factory=dict)
+    curve: list[float] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+@dataclass
+class EvalResult:
+    dataset: str
+    kind: DatasetKind
+    data_dir: str
+    chunks: ChunkSource
+    ks: list[int]
+    queries: int
+    documents: int
+    rows: list[RowResult] = field(default_factory=list)
+    indexes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+def load_dataset(kind: DatasetKind, data_dir: Path) -> EvalDataset:
+    loader = load_anthropic_codebase if kind == "anthropic-codebase" else load_beir
+    return loader(data_dir)
+
+
+def to_documents(dataset: EvalDataset, kind: DatasetKind) -> list[Document]:
+    """Evaluation documents as ctxr documents. Sources are short on purpose: the outline
+    context names the source, and a long synthetic path would only add noise to it."""
+    docs: list[Document] = []
+    for d in dataset.documents:
+        doc_kind: DocumentKind = "text" if kind == "beir" else "code"
+        if kind == "beir":
+            text = f"{d.title}\n\n{d.text}" if d.title else d.text
+            source = f"{dataset.name}/{d.doc_id}"
+        else:
+            text, source = d.text, d.title
+        docs.append(Document(d.doc_id, source, text, doc_kind, d.title or source, text_hash(text)))
+    return docs
+
+
+def given_chunker(dataset: EvalDataset, encoding: str) -> tuple[Chunker, dict[str, str]]:
+    """A chunker returning each document's own chunks, and chunk id -> the set's chunk key."""
+    by_doc = {d.doc_id: d.chunks for d in dataset.documents}
+    keys = {
+        chunk_id_for(d.doc_id, i): c.chunk_key
+        for d in dataset.documents
+        for i, c in enumerate(d.chunks)
+    }
+
+    def chunker(document: Document) -> list[Chunk]:
+        out, doc_id = [], document.doc_id
+        for i, c in enumerate(by_doc[doc_id]):
+            tokens = count_tokens(c.text, encoding)
+            out.append(Chunk(chunk_id_for(doc_id, i), doc_id, i, c.text, c.start, c.end, tokens))
+        return out
+
+    return chunker, keys
+
+
+def eval_cache_dir(settings: Settings) -> Path:
+    if settings.cache_dir is not None:
+        return Path(settings.cache_dir)
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "ctxr" / "embeddings"
+
+
+def _build(
+    documents: Sequence[Document],
+    settings: Settings,
+    chunker: Chunker | None,
+    chunker_name: str,
+    progress: Progress,
+) -> dict[str, Any]:
+    kwargs: dict[str, Any] = {
+        "chunker": chunker,
+        "chunker_name": chunker_name,
+        "progress": progress,
+    }
+    try:
+        report = index_documents(documents, settings, **kwargs)
+    except IndexMismatchError:  # an evaluation index is disposable: rebuild it
+        report = index_documents(documents, settings, rebuild=True, **kwargs)
+    return {
+        "index_dir": str(settings.index_dir),
+        "points": report.points_total,
+        "chunks_written": report.chunks_written,
+        "chunks_truncated_by_embedder": report.chunks_truncated,
+        "seconds": round(report.seconds, 1),
+    }
+
+
+def _mapper(
+    dataset: EvalDataset, kind: DatasetKind, chunks: ChunkSource, keys: dict[str, str]
+) -> Callable[[str, list[Hit]], dict[str, int]]:
+    """A function from one query's hits to judged id -> first rank found."""
+    spans = {c.chunk_key: (c.doc_id, c.start, c.end) for d in dataset.documents for c in d.chunks}
+    qrels = dataset.qrels()
+
+    def given(query_id: str, hits: list[Hit]) -> dict[str, int]:
+        return metrics.first_ranks([keys.get(h.chunk_id, h.chunk_id) for h in hits])
+
+    def ours(query_id: str, hits: list[Hit]) -> dict[str, int]:
+        found: dict[str, int] = {}
+        wanted = [(key, spans[key]) for key in qrels[query_id]]
+        for hit in hits:
+            for key, (doc_id, start, end) in wanted:
+                if doc_id == hit.doc_id and spans_match(start, end, hit.start, hit.end):
+                    found.setdefault(key, hit.rank)
+        return found
+
+    def beir(query_id: str, hits: list[Hit]) -> dict[str, int]:
+        return metrics.first_ranks([h.doc_id for h in hits])
+
+    if kind == "beir":
+        return beir
+    return given if chunks == "given" else ours
+
+
+def run_eval(
+    kind: DatasetKind,
+    data_dir: Path,
+    *,
+    chunks: ChunkSource = "given",
+    rows: Sequence[RowSpec] | None = None,
+    ks: Sequence[int] = metrics.DEFAULT_KS,
+    index_dir: Path | None = None,
+    limit_queries: int | None = None,
+    candidates: int | None = None,
+    settings: Settings | None = None,
+    progress: Progress | None = None,
+) -> EvalResult:
+    """Index ``data_dir``'s data set and score every ablation row; see the module docstring."""
+    progress = progress or NullProgress()
+    base = settings or load_settings()
+    rows = list(rows or parse_rows(DEFAULT_ROWS))
+    ks = sorted(set(ks))
+    if kind == "beir" and chunks == "given":
+        chunks = "ours"  # BEIR judges documents and ships no chunks
+    dataset = load_dataset(kind, data_dir)
+    queries = list(dataset.queries[:limit_queries] if limit_queries else dataset.queries)
+    qrels = {q.query_id: q.qrels for q in queries}
+    documents = to_documents(dataset, kind)
+    max_k = max(ks)
+    depth = max_k * BEIR_HITS_PER_DOC if kind == "beir" else max_k
+    pool = max(candidates or base.candidates, depth)
+    chunker: Chunker | None = None
+    keys: dict[str, str] = {}
+    if chunks == "given":
+        chunker, keys = given_chunker(dataset, base.encoding)
+    result = EvalResult(dataset.name, kind, str(data_dir), chunks, ks, len(queries), len(documents))
+    result.notes.append(NOTE_OUTLINE)
+    if kind == "anthropic-codebase":
+        result.notes.append(NOTE_NO_TITLES)
+    temporary = index_dir is None
+    root = Path(tempfile.mkdtemp(prefix="ctxr-eval-")) if index_dir is None else index_dir
+    cache = eval_cache_dir(base)
+    mapper = _mapper(dataset, kind, chunks, keys)
+    services: dict[str, tuple[Settings, SearchService]] = {}
+    embedders: list[Embedder] = []
+    try:
+        for context in sorted({r.context for r in rows if r.mode != "rerank"}):
+            size = f"{base.chunk_tokens}" if chunks == "ours" else ""
+            name = f"{dataset.name}-{chunks}{size}-{context}-bm25-{base.bm25_k1:g}-{base.bm25_b:g}"
+            settings_c = base.model_copy(
+                update={"index_dir": root / name, "context": context, "cache_dir": cache}
+            )
+            progress.note(f"indexing {dataset.name} ({chunks} chunks, context {context})")
+            result.indexes[context] = _build(
+                documents, settings_c, chunker, f"eval-{chunks}", progress
+            )
+            embedder = components.make_embedder(settings_c, cached=True)
+            embedders.append(embedder)
+            services[context] = (settings_c, SearchService(settings_c, embedder=embedder))
+        texts = [q.text for q in queries]
+        for row in rows:
+            settings_r = services[row.context][0] if row.context in services else base
+            record = _row_settings(row, chunks, ks, depth, pool, settings_r, kind)
+            if row.mode == "rerank":
+                result.rows.append(RowResult(row.name, record, available=False, note=NO_RERANKER))
+                continue
+            started = time.perf_counter()
+            progress.note(f"querying {row.name} ({len(texts)} queries)")
+            service = services[row.context][1]
+            hits = service.search_many(texts, k=depth, mode=row.mode, candidates=pool)
+            found = {q.query_id: mapper(q.query_id, h) for q, h in zip(queries, hits, strict=True)}
+            report = metrics.report_ranks(found, qrels, ks)
+            curve = metrics.recall_curve(found, qrels, max_k)
+            seconds = round(time.perf_counter() - started, 2)
+            result.rows.append(RowResult(row.name, record, True, "", report.scores, curve, seconds))
+    finally:
+        for _, service in services.values():
+            service.close()
+        for embedder in embedders:
+            getattr(embedder, "close", lambda: None)()
+        if temporary:
+            shutil.rmtree(root, ignore_errors=True)
+    return result
+
+
+def _row_settings(
+    row: RowSpec, chunks: str, ks: Sequence[int], depth: int, pool: int, settings: Settings,
+    kind: DatasetKind,
+) -> dict[str, Any]:  # fmt: skip
+    """Everything needed to reproduce a row."""
+    return {
+        "mode": "hybrid+rerank" if row.mode == "rerank" else row.mode,
+        "context": row.context,
+        "chunks": chunks,
+        "chunk_tokens": settings.chunk_tokens if chunks == "ours" else None,
+        "ks": list(ks),
+        "hits": depth,
+        "candidates": pool,
+        "rrf_k": settings.rrf_k if row.mode in ("hybrid", "rerank") else None,
+        "embedder": MODEL_NAME if row.mode != "bm25" else None,
+        "analyzer": components.make_analyzer(settings).name if row.mode != "dense" else None,
+        "bm25_k1": settings.bm25_k1,
+        "bm25_b": settings.bm25_b,
+        "doc_rank": "best chunk" if kind == "beir" else None,
+    }
