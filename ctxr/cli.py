@@ -128,6 +128,12 @@ def _print_index_summary(report: Any) -> None:
 @click.option("-k", "k", type=int, default=10, show_default=True, help="hits to return")
 @click.option("--mode", type=click.Choice(["hybrid", "dense", "bm25"]), default="hybrid")
 @click.option("--candidates", type=int, default=None, help="top-N per retriever before fusion")
+@click.option(
+    "--fusion",
+    type=click.Choice(["dbsf", "rrf"]),
+    default=None,
+    help="hybrid fusion: distribution-based score fusion [dbsf] or reciprocal rank",
+)
 @click.option("--rrf-k", type=int, default=None, help="reciprocal rank fusion constant [60]")
 @click.option("--queries", type=click.Path(path_type=Path, exists=True, dir_okay=False),
               help='JSONL file of {"id", "query"}; prints one JSON line per query')  # fmt: skip
@@ -138,16 +144,17 @@ def search_command(
     k: int,
     mode: str,
     candidates: int | None,
+    fusion: str | None,
     rrf_k: int | None,
     queries: Path | None,
     as_json: bool,
 ) -> None:
-    """Search an index: dense and BM25 rankings fused by reciprocal rank fusion."""
+    """Search an index: dense and BM25 rankings fused (DBSF or reciprocal rank fusion)."""
     from ctxr.retrieve.service import SearchService
 
     if (query is None) == (queries is None):
         raise click.UsageError("give either a QUERY or --queries FILE.jsonl")
-    settings = load_settings(index_dir=index_dir, candidates=candidates, rrf_k=rrf_k)
+    settings = load_settings(index_dir=index_dir, candidates=candidates, fusion=fusion, rrf_k=rrf_k)
     with SearchService(settings) as service:
         if queries is not None:
             batch = list(_read_queries(queries))

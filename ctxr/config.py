@@ -16,6 +16,7 @@ from ctxr.errors import ConfigError
 
 ContextMode = Literal["auto", "llm", "outline", "none"]
 SearchMode = Literal["hybrid", "dense", "bm25"]
+FusionMethod = Literal["dbsf", "rrf"]
 
 
 class Settings(BaseSettings):
@@ -36,7 +37,9 @@ class Settings(BaseSettings):
     embed_threads: int | None = Field(None, ge=1, description="onnxruntime threads")
     bm25_k1: float = Field(1.2, gt=0)
     bm25_b: float = Field(0.75, ge=0, le=1)
-    rrf_k: int = Field(60, ge=1, description="reciprocal rank fusion constant")
+    # DBSF by default: on anthropic-codebase and SciFact it beat RRF k=60 (docs/EVALUATION.md).
+    fusion: FusionMethod = Field("dbsf", description="how hybrid search fuses the two rankings")
+    rrf_k: int = Field(60, ge=0, description="reciprocal rank fusion constant")
     candidates: int = Field(50, ge=1, le=10_000, description="top-N per retriever before fusion")
     hnsw_ef: int = Field(128, ge=1, description="HNSW search breadth once the index is built")
 

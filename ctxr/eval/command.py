@@ -63,7 +63,8 @@ def resolve_dataset(dataset: str, data: Path | None) -> tuple[DatasetKind, Path]
     "--modes",
     default=",".join(DEFAULT_ROWS),
     show_default=True,
-    help="ablation rows, MODE[:CONTEXT]; MODE dense|bm25|hybrid|rerank, CONTEXT none|outline",
+    help="ablation rows, MODE[:CONTEXT[:FUSION]]; MODE dense|bm25|hybrid|rerank, "
+    "CONTEXT none|outline, FUSION dbsf|rrf",
 )
 @click.option("--k", "ks", default=None, help="k values [5,10,20; BEIR: 10,100]")
 @click.option("--candidates", type=int, default=None, help="top-N per retriever before fusion")
@@ -74,6 +75,7 @@ def resolve_dataset(dataset: str, data: Path | None) -> tuple[DatasetKind, Path]
 )
 @click.option("--limit-queries", type=int, default=None, help="only the first N queries")
 @click.option("--json", "as_json", is_flag=True, help="print the results as JSON")
+@click.option("--markdown", "as_markdown", is_flag=True, help="print a Markdown table")
 @click.option(
     "--plot",
     type=click.Path(path_type=Path, dir_okay=False),
@@ -89,10 +91,11 @@ def eval_command(
     index_dir: Path | None,
     limit_queries: int | None,
     as_json: bool,
+    as_markdown: bool,
     plot: Path | None,
 ) -> None:
     """Measure retrieval quality on a judged data set: anthropic-codebase or beir (SciFact)."""
-    from ctxr.eval.report import plot_recall, print_report, to_json
+    from ctxr.eval.report import plot_recall, print_report, to_json, to_markdown
     from ctxr.progress import NullProgress, Progress, RichProgress
 
     err = Console(stderr=True)
@@ -102,7 +105,7 @@ def eval_command(
         rows = parse_rows(modes)
         if plot is not None:
             _check_plot_available()
-        bar: Progress = NullProgress() if as_json else RichProgress(err)
+        bar: Progress = NullProgress() if as_json or as_markdown else RichProgress(err)
         chunk_source: ChunkSource = "ours" if chunks == "ours" else "given"
         kwargs: dict[str, Any] = {
             "chunks": chunk_source, "rows": rows, "ks": k_values, "index_dir": index_dir,
@@ -120,10 +123,12 @@ def eval_command(
         sys.exit(2)
     if as_json:
         click.echo(json.dumps(to_json(result), indent=2))
+    elif as_markdown:
+        click.echo(to_markdown(result), nl=False)
     else:
         # A pipe gets rich's 80 columns by default: too narrow for the published column.
         print_report(result, Console(width=None if sys.stdout.isatty() else 160))
-    if plot is not None and not as_json:
+    if plot is not None and not (as_json or as_markdown):
         err.print(f"plot written to {plot}", highlight=False)
 
 

@@ -89,38 +89,58 @@ def _fmt(value: float | None, percent: bool) -> str:
 def _settings_line(row: RowResult) -> str:
     s = row.settings
     parts = [f"cand {s['candidates']}"]
-    if s.get("rrf_k"):
-        parts.append(f"rrf_k {s['rrf_k']}")
+    if s.get("fusion") == "rrf":
+        parts.append(f"fusion rrf k {s['rrf_k']}")
+    elif s.get("fusion"):
+        parts.append(f"fusion {s['fusion']}")
     if s.get("analyzer"):
         parts.append(f"k1 {s['bm25_k1']:g} b {s['bm25_b']:g}")
     return ", ".join(parts)
 
 
-def table(result: EvalResult) -> Table:
+def _rows(result: EvalResult) -> tuple[list[str], list[list[str]]]:
+    """Header and cells shared by the rich table and the Markdown table."""
     percent = result.kind == "anthropic-codebase"
     names = columns(result)
-    title = (
+    ranked = [n for n in names if n != "mrr@10"]
+    header = ["row", *names, "published (" + " / ".join(ranked) + ")", "settings"]
+    body: list[list[str]] = []
+    for row in result.rows:
+        published = [
+            f"{ref['label']}: " + " / ".join(_fmt(ref.get(n), percent) for n in ranked)
+            for ref in references(result, row.name)
+        ]
+        if not row.available:
+            body.append([row.name, *(["-"] * len(names)), "\n".join(published), row.note])
+            continue
+        cells = [_fmt(row.scores.get(n), percent) for n in names]
+        body.append([row.name, *cells, "\n".join(published), _settings_line(row)])
+    return header, body
+
+
+def _title(result: EvalResult) -> str:
+    return (
         f"ctxr eval {result.dataset} ({result.chunks} chunks): "
         f"{result.queries} queries, {result.documents} documents"
     )
-    t = Table(title=title, show_lines=True)
-    t.add_column("row", no_wrap=True)
-    for name in names:
-        t.add_column(name, justify="right")
-    t.add_column("published (" + " / ".join(n for n in names if n != "mrr@10") + ")")
-    t.add_column("settings")
-    for row in result.rows:
-        published = "\n".join(
-            f"{ref['label']}: " + " / ".join(_fmt(ref.get(n), percent) for n in names
-                                             if n != "mrr@10")
-            for ref in references(result, row.name)
-        )  # fmt: skip
-        if not row.available:
-            t.add_row(row.name, *(["-"] * len(names)), published, row.note)
-            continue
-        cells = [_fmt(row.scores.get(n), percent) for n in names]
-        t.add_row(row.name, *cells, published, _settings_line(row))
+
+
+def table(result: EvalResult) -> Table:
+    header, body = _rows(result)
+    t = Table(title=_title(result), show_lines=True)
+    for i, name in enumerate(header):
+        t.add_column(name, no_wrap=i == 0, justify="right" if 0 < i < len(header) - 2 else "left")
+    for cells in body:
+        t.add_row(*cells)
     return t
+
+
+def to_markdown(result: EvalResult) -> str:
+    """The same table as GitHub Markdown, for docs/EVALUATION.md."""
+    header, body = _rows(result)
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(c.replace("\n", "<br>") for c in cells) + " |" for cells in body]
+    return "\n".join(lines) + "\n"
 
 
 def print_report(result: EvalResult, console: Console) -> None:

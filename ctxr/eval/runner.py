@@ -41,7 +41,7 @@ from ctxr.index import components
 from ctxr.index.builder import Chunker, index_documents
 from ctxr.index.embed import MODEL_NAME, Embedder
 from ctxr.progress import NullProgress, Progress
-from ctxr.retrieve.service import SearchService
+from ctxr.retrieve.service import FUSIONS, SearchService
 from ctxr.types import Chunk, Document, DocumentKind, Hit, chunk_id_for, text_hash
 
 DatasetKind = Literal["anthropic-codebase", "beir"]
@@ -71,25 +71,34 @@ BEIR_HITS_PER_DOC = 3
 class RowSpec:
     mode: str
     context: str
+    fusion: str | None = None  # hybrid rows only; None means the configured fusion
 
     @property
     def name(self) -> str:
-        return f"{self.mode}:{self.context}"
+        return f"{self.mode}:{self.context}" + (f":{self.fusion}" if self.fusion else "")
 
 
 def parse_rows(text: str | Sequence[str]) -> list[RowSpec]:
-    """``"dense:none,hybrid"`` -> rows; a mode alone means the outline context."""
+    """``"dense:none,hybrid,hybrid:outline:rrf"`` -> rows; a mode alone means the outline
+    context; a third part picks the fusion of a hybrid row."""
     items = text.split(",") if isinstance(text, str) else list(text)
     rows: list[RowSpec] = []
     for item in filter(None, (i.strip() for i in items)):
-        mode, _, context = item.partition(":")
+        mode, _, rest = item.partition(":")
+        context, _, fusion = rest.partition(":")
         context = context or "outline"
-        if mode not in ROW_MODES or context not in CONTEXTS:
+        fused = mode in ("hybrid", "rerank")
+        if (
+            mode not in ROW_MODES
+            or context not in CONTEXTS
+            or (fusion and (not fused or fusion not in FUSIONS))
+        ):
             raise ConfigError(
-                f"unknown ablation row {item!r}; use MODE[:CONTEXT] with MODE one of "
-                f"{', '.join(ROW_MODES)} and CONTEXT one of {', '.join(CONTEXTS)}"
+                f"unknown ablation row {item!r}; use MODE[:CONTEXT[:FUSION]] with MODE one of "
+                f"{', '.join(ROW_MODES)}, CONTEXT one of {', '.join(CONTEXTS)} and FUSION "
+                f"(hybrid and rerank only) one of {', '.join(FUSIONS)}"
             )
-        rows.append(RowSpec(mode, context))
+        rows.append(RowSpec(mode, context, fusion or None))
     if not rows:
         raise ConfigError("no ablation rows given; e.g. --modes dense:none,hybrid:outline")
     return rows
@@ -290,7 +299,9 @@ def run_eval(
             started = time.perf_counter()
             progress.note(f"querying {row.name} ({len(texts)} queries)")
             service = services[row.context][1]
-            hits = service.search_many(texts, k=depth, mode=row.mode, candidates=pool)
+            hits = service.search_many(
+                texts, k=depth, mode=row.mode, candidates=pool, fusion=row.fusion
+            )
             found = {q.query_id: mapper(q.query_id, h) for q, h in zip(queries, hits, strict=True)}
             report = metrics.report_ranks(found, qrels, ks)
             curve = metrics.recall_curve(found, qrels, max_k)
@@ -311,6 +322,7 @@ def _row_settings(
     kind: DatasetKind,
 ) -> dict[str, Any]:  # fmt: skip
     """Everything needed to reproduce a row."""
+    fusion = (row.fusion or settings.fusion) if row.mode in ("hybrid", "rerank") else None
     return {
         "mode": "hybrid+rerank" if row.mode == "rerank" else row.mode,
         "context": row.context,
@@ -319,7 +331,8 @@ def _row_settings(
         "ks": list(ks),
         "hits": depth,
         "candidates": pool,
-        "rrf_k": settings.rrf_k if row.mode in ("hybrid", "rerank") else None,
+        "fusion": fusion,
+        "rrf_k": settings.rrf_k if fusion == "rrf" else None,
         "embedder": MODEL_NAME if row.mode != "bm25" else None,
         "analyzer": components.make_analyzer(settings).name if row.mode != "dense" else None,
         "bm25_k1": settings.bm25_k1,

@@ -2,7 +2,8 @@
 
 Hybrid search runs the dense and the BM25 retriever for the top `candidates` each, and fuses
 the two rankings in Python (not inside Qdrant) so that every hit keeps both retrievers' scores
-and ranks. The CLI, the Python API and (later) the HTTP API are thin layers over this class.
+and ranks: by distribution-based score fusion (default) or reciprocal rank fusion. The CLI,
+the Python API and (later) the HTTP API are thin layers over this class.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, get_args
 
-from ctxr.config import SearchMode, Settings
+from ctxr.config import FusionMethod, SearchMode, Settings
 from ctxr.errors import ConfigError
 from ctxr.index import components
 from ctxr.index.bm25 import query_vector
@@ -20,10 +21,16 @@ from ctxr.index.edge_store import EdgeStore
 from ctxr.index.embed import Embedder
 from ctxr.index.manifest import Manifest
 from ctxr.index.store import ScoredRecord
-from ctxr.retrieve.fusion import Fused, reciprocal_rank_fusion, single_ranking
+from ctxr.retrieve.fusion import (
+    Fused,
+    distribution_based_score_fusion,
+    reciprocal_rank_fusion,
+    single_ranking,
+)
 from ctxr.types import Hit
 
 MODES: tuple[str, ...] = get_args(SearchMode)
+FUSIONS: tuple[str, ...] = get_args(FusionMethod)
 
 
 class SearchService:
@@ -59,9 +66,14 @@ class SearchService:
         self._store.close()
 
     def search(
-        self, query: str, k: int = 10, mode: str = "hybrid", candidates: int | None = None
+        self,
+        query: str,
+        k: int = 10,
+        mode: str = "hybrid",
+        candidates: int | None = None,
+        fusion: str | None = None,
     ) -> list[Hit]:
-        return self.search_many([query], k=k, mode=mode, candidates=candidates)[0]
+        return self.search_many([query], k, mode, candidates, fusion)[0]
 
     def search_many(
         self,
@@ -69,14 +81,21 @@ class SearchService:
         k: int = 10,
         mode: str = "hybrid",
         candidates: int | None = None,
+        fusion: str | None = None,
     ) -> list[list[Hit]]:
-        """Search several queries; their embeddings are computed in one batch."""
+        """Search several queries; their embeddings are computed in one batch.
+
+        `fusion` ("dbsf" or "rrf") overrides the configured method for this call.
+        """
         if mode not in MODES:
             raise ConfigError(f"unknown search mode {mode!r}; use one of {', '.join(MODES)}")
+        fusion = fusion or self.settings.fusion
+        if fusion not in FUSIONS:
+            raise ConfigError(f"unknown fusion {fusion!r}; use one of {', '.join(FUSIONS)}")
         if k < 1:
             raise ConfigError(f"k must be at least 1, got {k}")
         depth = max(candidates or self.settings.candidates, k)
-        return [self._fuse(r, k) for r in self.retrieve(queries, mode, depth)]
+        return [self._fuse(r, k, fusion) for r in self.retrieve(queries, mode, depth)]
 
     def retrieve(
         self, queries: Sequence[str], mode: str, depth: int
@@ -97,15 +116,17 @@ class SearchService:
             results.append(rankings)
         return results
 
-    def _fuse(self, rankings: dict[str, list[ScoredRecord]], k: int) -> list[Hit]:
+    def _fuse(self, rankings: dict[str, list[ScoredRecord]], k: int, fusion: str) -> list[Hit]:
         records = {r.point_id: r for ranking in rankings.values() for r in ranking}
         keyed = {name: [(r.point_id, r.score) for r in rs] for name, rs in rankings.items()}
         fused: list[Fused[str]]
         if len(keyed) == 1:
             [(name, ranking)] = keyed.items()
             fused = single_ranking(name, ranking)
-        else:
+        elif fusion == "rrf":
             fused = reciprocal_rank_fusion(keyed, k=self.settings.rrf_k)
+        else:
+            fused = distribution_based_score_fusion(keyed)
         return [_hit(rank, item, records[item.key].payload) for rank, item in
                 enumerate(fused[:k], start=1)]  # fmt: skip
 

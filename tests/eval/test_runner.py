@@ -15,7 +15,7 @@ from ctxr.errors import ConfigError
 from ctxr.eval import metrics
 from ctxr.eval.command import eval_command
 from ctxr.eval.datasets import load_anthropic_codebase
-from ctxr.eval.report import plot_recall, print_report, to_json
+from ctxr.eval.report import plot_recall, print_report, to_json, to_markdown
 from ctxr.eval.runner import (
     NO_RERANKER,
     EvalResult,
@@ -192,7 +192,9 @@ def test_beir_all_rows_end_to_end(tmp_path: Path, settings: Settings) -> None:
         assert row.scores["recall@10"] == pytest.approx(1.0)  # 8 documents: all retrieved
         assert row.curve == sorted(row.curve) and len(row.curve) == 10
         assert row.settings["candidates"] >= 30 and row.settings["bm25_k1"] == 1.2
-    assert by_name["hybrid:outline"].settings["rrf_k"] == 60
+    assert by_name["hybrid:outline"].settings["fusion"] == "dbsf"
+    assert by_name["hybrid:outline"].settings["rrf_k"] is None
+    assert by_name["dense:none"].settings["fusion"] is None
     assert (tmp_path / "idx").is_dir()  # a named index directory is kept
 
     body = json.loads(json.dumps(to_json(result)))
@@ -200,6 +202,10 @@ def test_beir_all_rows_end_to_end(tmp_path: Path, settings: Settings) -> None:
     console = Console(record=True, width=200)
     print_report(result, console)
     assert NO_RERANKER in console.export_text()
+    markdown = to_markdown(result).splitlines()
+    assert markdown[0].startswith("| row | ndcg@10 | recall@1 | recall@10 | mrr@10 |")
+    assert len(markdown) == 2 + len(result.rows)
+    assert markdown[-1].startswith("| rerank:outline | - |") and NO_RERANKER in markdown[-1]
     pytest.importorskip("matplotlib")
     assert plot_recall(result, tmp_path / "recall.png").stat().st_size > 1000
 
@@ -223,3 +229,16 @@ def test_beir_scifact_gets_published_numbers(tmp_path: Path, settings: Settings)
     assert isinstance(result, EvalResult)
     refs = to_json(result)["rows"][0]["published"]
     assert refs[0]["label"] == "Anserini BM25 flat" and refs[0]["ndcg@10"] == 0.6789
+
+
+def test_rows_may_name_their_fusion(tmp_path: Path, settings: Settings) -> None:
+    rows = parse_rows("hybrid:none:rrf,hybrid:none:dbsf,hybrid")
+    assert [r.name for r in rows] == ["hybrid:none:rrf", "hybrid:none:dbsf", "hybrid:outline"]
+    data = _write_beir(tmp_path / "tiny")
+    result = run_eval("beir", data, ks=[1, 10], rows=rows[:2], settings=settings)
+    rrf, dbsf = result.rows
+    assert (rrf.settings["fusion"], rrf.settings["rrf_k"]) == ("rrf", 60)
+    assert (dbsf.settings["fusion"], dbsf.settings["rrf_k"]) == ("dbsf", None)
+    for bad in ("dense:none:rrf", "hybrid:none:borda"):
+        with pytest.raises(ConfigError, match="MODE\\[:CONTEXT\\[:FUSION\\]\\]"):
+            parse_rows(bad)

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from ctxr.retrieve.fusion import Fused, reciprocal_rank_fusion, single_ranking
+from ctxr.retrieve.fusion import (
+    Fused,
+    distribution_based_score_fusion,
+    reciprocal_rank_fusion,
+    single_ranking,
+)
 from ctxr.types import RetrieverScore
 
 
@@ -102,3 +107,30 @@ def test_single_ranking_keeps_order_scores_and_dedups() -> None:
         {"bm25": RetrieverScore(4.0, 2)},
         {"bm25": RetrieverScore(0.5, 3)},  # ranks are renumbered after the duplicate
     ]
+
+
+def test_dbsf_normalises_each_retriever_by_its_own_spread() -> None:
+    # dense scores 0.9, 0.5, 0.1: mean 0.5, std sqrt(0.32/3); bounds mean +- 3 std.
+    dense = [("a", 0.9), ("b", 0.5), ("c", 0.1)]
+    bm25 = [("c", 10.0), ("b", 10.0)]  # no spread: every item counts fully (1.0)
+    fused = distribution_based_score_fusion({"dense": dense, "bm25": bm25})
+    std = (0.32 / 3) ** 0.5
+    low, high = 0.5 - 3 * std, 0.5 + 3 * std
+
+    def norm(x: float) -> float:
+        return (x - low) / (high - low)
+
+    expected = {"a": norm(0.9), "b": norm(0.5) + 1.0, "c": norm(0.1) + 1.0}
+    assert _scores(fused) == pytest.approx(expected)
+    assert [f.key for f in fused] == ["b", "c", "a"]
+    assert fused[0].by_retriever["bm25"].rank == 2
+    assert distribution_based_score_fusion({"dense": []}) == []
+
+
+def test_dbsf_clips_outliers_and_counts_duplicates_once() -> None:
+    scores = [("x", 100.0)] + [(f"n{i}", 1.0) for i in range(20)] + [("x", 50.0)]
+    fused = distribution_based_score_fusion({"bm25": scores})
+    assert fused[0].key == "x"
+    assert fused[0].score == 1.0  # far beyond mean + 3 std: clipped to 1
+    assert fused[0].by_retriever["bm25"] == RetrieverScore(100.0, 1)
+    assert len(fused) == 21
