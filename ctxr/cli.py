@@ -58,7 +58,7 @@ index_option = click.option(
 
 
 @main.command("index")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
 @index_option
 @click.option("--rebuild", is_flag=True, help="delete the index and build it anew")
 @click.option("--prune/--no-prune", default=True, help="remove documents deleted from a folder")

@@ -66,12 +66,10 @@ def open_or_create(
         manifest = Manifest.load(index_dir)
         manifest.check_compatible(wanted, index_dir)
         return manifest, EdgeStore.open(shard, settings.hnsw_ef)
-    # No manifest: a new index, or one whose first run died before its first batch finished.
-    store = (
-        EdgeStore.open(shard, settings.hnsw_ef)
-        if shard.exists()
-        else EdgeStore.create(shard, embedder.dim, settings.hnsw_ef)
-    )
+    # No manifest: a new index, or a shard orphaned by a run that died before writing its
+    # manifest. Nothing in an orphan is recorded as indexed, so it is recreated, not trusted.
+    shutil.rmtree(shard, ignore_errors=True)
+    store = EdgeStore.create(shard, embedder.dim, settings.hnsw_ef)
     manifest = Manifest(settings=wanted)
     manifest.save(index_dir)
     return manifest, store
