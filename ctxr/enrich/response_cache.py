@@ -1,0 +1,92 @@
+"""The response cache: every answered chunk on disk, so no chunk is ever paid for twice.
+
+Keyed by (provider, model, prompt version, document SHA-256, chunk SHA-256 and heading path):
+the same chunk of the same document asked with the same prompt of the same model gets the
+answer it got before. The queue looks here before sending and writes right after each
+response, so a run killed at any moment re-sends only what was never answered, and an
+unchanged corpus costs zero requests.
+
+Values are JSON text (no pickle): the context, and the flag when the model's answer was
+rejected twice (a rerun with the same model and prompt would pay for the same rejection).
+Provider failures are not stored: a rerun tries those chunks again. Nothing is evicted; a new
+prompt version or model simply stops reading the old entries.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+
+import diskcache
+
+from ctxr.types import text_hash
+
+
+@dataclass(frozen=True, slots=True)
+class CachedContext:
+    context: str
+    flagged: str | None = None  # set when the answer was rejected and the outline used instead
+
+
+def cache_key(
+    *,
+    provider: str,
+    model: str,
+    prompt_version: str,
+    document_sha256: str,
+    chunk_text: str,
+    heading_path: tuple[str, ...] = (),
+) -> str:
+    chunk_part = {"text": text_hash(chunk_text), "headings": list(heading_path)}
+    raw = json.dumps(
+        [provider, model, prompt_version, document_sha256, chunk_part],
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
+    return "ctx1:" + hashlib.sha256(raw.encode("utf-8")).hexdigest()
+
+
+class ResponseCache:
+    """A diskcache directory of contexts. Safe across threads and processes (SQLite)."""
+
+    def __init__(self, directory: str | Path) -> None:
+        self.directory = Path(directory)
+        self._cache = diskcache.Cache(str(self.directory), eviction_policy="none")
+
+    def get(self, key: str) -> CachedContext | None:
+        raw = self._cache.get(key)
+        if not isinstance(raw, str):
+            return None
+        try:
+            value = json.loads(raw)
+            context = value["context"]
+            flagged = value.get("flagged")
+        except (ValueError, KeyError, TypeError, AttributeError):
+            return None  # a damaged entry is a miss, never an error
+        if not isinstance(context, str) or not (flagged is None or isinstance(flagged, str)):
+            return None
+        return CachedContext(context, flagged)
+
+    def put(self, key: str, context: str, flagged: str | None = None) -> None:
+        # diskcache commits before returning: once put() returns, a kill loses nothing.
+        self._cache.set(key, json.dumps({"context": context, "flagged": flagged}))
+
+    def __len__(self) -> int:
+        return len(self._cache)
+
+    def close(self) -> None:
+        self._cache.close()
+
+    def __enter__(self) -> ResponseCache:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

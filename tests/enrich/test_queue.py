@@ -1,0 +1,354 @@
+"""The situating queue against `ScriptedLLM`: cache writes, faults, resume, limits, fallbacks."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from ctxr.enrich.ledger import Ledger
+from ctxr.enrich.llm import ProviderError, Usage
+from ctxr.enrich.outline import outline_context
+from ctxr.enrich.queue import Backoff, SituateResult, situate_documents
+from ctxr.enrich.ratelimit import RateLimiter, RateLimits
+from ctxr.enrich.response_cache import ResponseCache
+from ctxr.types import Chunk, Document, chunk_id_for, text_hash
+from tests.fakes.scripted_llm import ScriptedLLM, words
+
+FAST = Backoff(initial=0.001, maximum=0.01)
+Corpus = list[tuple[Document, list[Chunk]]]
+
+
+def make_document(name: str, chunks: int, words_per_chunk: int = 200) -> tuple[Document, list[Chunk]]:
+    """A markdown-ish document of `chunks` sections, each its own chunk, offsets exact."""
+    parts: list[str] = []
+    spans: list[tuple[int, int, str]] = []
+    position = 0
+    for i in range(chunks):
+        body = f"## {name} section {i}\n" + " ".join(
+            f"{name}-w{i}-{j}" for j in range(words_per_chunk)
+        ) + "\n"
+        spans.append((position, position + len(body), f"section {i}"))
+        parts.append(body)
+        position += len(body)
+    text = "".join(parts)
+    doc = Document(f"{name}.md", f"docs/{name}.md", text, "markdown", name.title(), text_hash(text))
+    result = [
+        Chunk(chunk_id_for(doc.doc_id, i), doc.doc_id, i, text[s:e], s, e, words(text[s:e]),
+              (name.title(), heading))
+        for i, (s, e, heading) in enumerate(spans)
+    ]
+    return doc, result
+
+
+def corpus(documents: int, chunks: int, words_per_chunk: int = 200) -> Corpus:
+    return [make_document(f"doc{d}", chunks, words_per_chunk) for d in range(documents)]
+
+
+def run(
+    documents: Sequence[tuple[Document, Sequence[Chunk]]],
+    llm: ScriptedLLM,
+    *,
+    cache: ResponseCache | None = None,
+    ledger: Ledger | None = None,
+    concurrency: int = 32,
+    limits: RateLimits | RateLimiter | None = None,
+    max_document_tokens: int = 100_000,
+    max_attempts: int = 6,
+) -> dict[str, SituateResult]:
+    return asyncio.run(
+        situate_documents(
+            documents,
+            llm,
+            ledger=ledger or Ledger(),
+            prompt_version="test/1",
+            count_tokens=words,
+            cache=cache,
+            limits=limits,
+            concurrency=concurrency,
+            max_document_tokens=max_document_tokens,
+            max_attempts=max_attempts,
+            backoff=FAST,
+        )
+    )
+
+
+def all_chunks(documents: Corpus) -> list[Chunk]:
+    return [c for _, chunks in documents for c in chunks]
+
+
+def test_naive_concurrent_sends_write_the_cache_many_times() -> None:
+    """The fake is faithful: requests sent together before any returns all write."""
+    document, chunks = make_document("naive", 8)
+    llm = ScriptedLLM(min_cacheable_tokens=100)
+    from ctxr.enrich.llm import SituateRequest
+
+    async def naive() -> None:
+        await asyncio.gather(
+            *(llm.situate(SituateRequest(document.text, c.text)) for c in chunks)
+        )
+
+    asyncio.run(naive())
+    assert llm.writes[document.text] == 8
+
+
+def test_one_cache_write_per_document_with_32_concurrent_requests() -> None:
+    documents = corpus(4, 8)  # 4 documents x 8 chunks = 32 requests, concurrency 32
+    llm = ScriptedLLM(min_cacheable_tokens=100, latency=0.03)
+    ledger = Ledger()
+    results = run(documents, llm, ledger=ledger, concurrency=32)
+
+    assert len(results) == 32 and all(r.kind == "llm" for r in results.values())
+    assert [llm.writes[d.text] for d, _ in documents] == [1, 1, 1, 1]
+    assert [llm.reads[d.text] for d, _ in documents] == [7, 7, 7, 7]
+    # Many documents in flight at once: the 4 first requests went together, then 28 reads.
+    assert llm.max_in_flight == 28
+    summary = ledger.summary()
+    assert summary["cache_writes"] == 4 and summary["requests"] == 32
+    for document, _ in documents:
+        account = ledger.documents[document.doc_id]
+        assert account.cache_writes == 1
+        assert account.usage.cache_write_tokens == words(document.text)
+        assert account.usage.cache_read_tokens == 7 * words(document.text)
+
+
+def test_concurrency_bounds_requests_not_documents() -> None:
+    documents = corpus(6, 5)
+    llm = ScriptedLLM(min_cacheable_tokens=100, latency=0.02)
+    results = run(documents, llm, concurrency=3)
+    assert len(results) == 30
+    assert llm.max_in_flight == 3
+    assert llm.total_writes == 6
+
+
+def test_ten_percent_faults_lose_no_chunk() -> None:
+    documents = corpus(5, 10, words_per_chunk=50)
+    llm = ScriptedLLM(min_cacheable_tokens=100, latency=0.005, fault_rate=0.1, seed=7)
+    ledger = Ledger()
+    results = run(documents, llm, ledger=ledger, concurrency=16)
+
+    assert len(results) == 50
+    assert all(r.kind == "llm" and r.flagged is None for r in results.values())
+    faults = sum(1 for c in llm.calls if c.outcome.startswith("error"))
+    assert faults > 0 and len(ledger.retries) == faults and not ledger.failures
+    assert ledger.requests == 50 + faults
+
+
+def test_a_run_killed_midway_resends_only_unanswered_chunks(tmp_path: Path) -> None:
+    documents = corpus(4, 8, words_per_chunk=50)
+    ledger_file = tmp_path / "ledger.json"
+    first = ScriptedLLM(min_cacheable_tokens=100, latency=0.02)
+
+    async def killed() -> None:
+        with ResponseCache(tmp_path / "cache") as cache:
+            task = asyncio.create_task(
+                situate_documents(
+                    documents, first, ledger=Ledger(ledger_file), prompt_version="test/1",
+                    count_tokens=words, cache=cache, concurrency=4, backoff=FAST,
+                )
+            )
+            while first.completed < 10:
+                await asyncio.sleep(0.001)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+
+    asyncio.run(killed())
+    answered = first.completed
+    assert 10 <= answered < 32
+    written = json.loads(ledger_file.read_text())  # the ledger survives the kill
+    assert written["summary"]["interrupted"] is True
+
+    second = ScriptedLLM(min_cacheable_tokens=100, latency=0.001)
+    with ResponseCache(tmp_path / "cache") as cache:
+        assert len(cache) == answered
+        results = run(documents, second, cache=cache)
+    assert len(results) == 32
+    assert len(second.calls) == 32 - answered
+    answered_before = {c.request.chunk for c in first.calls if c.ended and c.outcome != ""}
+    assert not answered_before & {c.request.chunk for c in second.calls}
+
+
+def test_an_unchanged_corpus_costs_zero_requests(tmp_path: Path) -> None:
+    documents = corpus(3, 4)
+    with ResponseCache(tmp_path / "cache") as cache:
+        first = run(documents, ScriptedLLM(min_cacheable_tokens=100), cache=cache)
+        again = ScriptedLLM(min_cacheable_tokens=100)
+        ledger = Ledger()
+        second = run(documents, again, cache=cache, ledger=ledger)
+    assert again.calls == []
+    assert ledger.response_cache_hits == 12 and ledger.requests == 0
+    assert {k: v.context for k, v in first.items()} == {k: v.context for k, v in second.items()}
+    assert all(r.from_cache for r in second.values())
+
+
+def test_a_changed_document_is_asked_again(tmp_path: Path) -> None:
+    documents = corpus(2, 3)
+    with ResponseCache(tmp_path / "cache") as cache:
+        run(documents, ScriptedLLM(min_cacheable_tokens=100), cache=cache)
+        edited = make_document("doc1", 3)  # same chunks text? no: rebuild doc1 with a new tail
+        doc, chunks = edited
+        changed = Document(doc.doc_id, doc.source, doc.text + "\n", doc.kind, doc.title,
+                           text_hash(doc.text + "\n"))
+        llm = ScriptedLLM(min_cacheable_tokens=100)
+        run([documents[0], (changed, chunks)], llm, cache=cache)
+    assert len(llm.calls) == 3  # only the changed document's chunks
+
+
+def test_a_document_below_the_minimum_is_sent_without_a_cache_marker() -> None:
+    small = make_document("small", 3, words_per_chunk=20)  # ~66 words
+    large = make_document("large", 3, words_per_chunk=200)
+    llm = ScriptedLLM(min_cacheable_tokens=300)
+    ledger = Ledger()
+    run([small, large], llm, ledger=ledger)
+
+    small_calls = [c for c in llm.calls if c.request.document == small[0].text]
+    large_calls = [c for c in llm.calls if c.request.document == large[0].text]
+    assert [c.request.cache for c in small_calls] == [False] * 3
+    assert all(c.request.cache for c in large_calls)
+    assert ledger.documents["small.md"].to_json()["cached"] is False
+    assert ledger.documents["large.md"].to_json()["cached"] is True
+    assert ledger.summary()["uncached_documents"] == 1
+    assert ledger.documents["small.md"].usage.cache_write_tokens == 0
+
+
+def test_retry_after_is_honoured_and_pauses_every_sender() -> None:
+    documents = corpus(3, 4, words_per_chunk=50)
+    target = documents[1][1][2].text
+    llm = ScriptedLLM(
+        min_cacheable_tokens=100,
+        latency=0.01,
+        script={target: [ProviderError("rate limited", retryable=True, retry_after=0.3, status=429)]},
+    )
+    results = run(documents, llm, concurrency=4)
+
+    assert results[documents[1][1][2].chunk_id].kind == "llm"
+    failed, retried = llm.requests_for(target)
+    assert failed.ended is not None
+    assert retried.started - failed.ended >= 0.29
+    # The shared cooldown: nobody started a request while it was in force.
+    assert not [c for c in llm.calls if failed.ended < c.started < failed.ended + 0.29]
+
+
+def test_a_permanently_failing_chunk_falls_back_and_the_others_go_on() -> None:
+    documents = corpus(2, 4, words_per_chunk=50)
+    bad = documents[0][1][0]  # the document's FIRST chunk: its other chunks must still go
+    llm = ScriptedLLM(
+        min_cacheable_tokens=100,
+        always_fail={bad.text: ProviderError("invalid request", retryable=False, status=400)},
+    )
+    ledger = Ledger()
+    results = run(documents, llm, ledger=ledger)
+
+    failed = results[bad.chunk_id]
+    assert failed.kind == "outline" and failed.context == outline_context(documents[0][0], bad)
+    assert failed.flagged == "failed: 400 invalid request" and failed.error == "400 invalid request"
+    assert len(llm.requests_for(bad.text)) == 1  # not retryable: asked once
+    assert ledger.failures == [(bad.chunk_id, "400 invalid request")]
+    others = [r for cid, r in results.items() if cid != bad.chunk_id]
+    assert len(others) == 7 and all(r.kind == "llm" for r in others)
+
+
+def test_retryable_failures_stop_after_max_attempts() -> None:
+    documents = corpus(1, 2, words_per_chunk=50)
+    chunk = documents[0][1][1]
+    llm = ScriptedLLM(
+        min_cacheable_tokens=100,
+        always_fail={chunk.text: ProviderError("overloaded", retryable=True, status=529)},
+    )
+    ledger = Ledger()
+    results = run(documents, llm, ledger=ledger, max_attempts=3)
+    assert len(llm.requests_for(chunk.text)) == 3
+    assert results[chunk.chunk_id].flagged == "failed: 529 overloaded"
+    assert len(ledger.retries) == 2 and len(ledger.failures) == 1
+
+
+@pytest.mark.parametrize(
+    ("garbage", "flag"),
+    [
+        ("", "empty response"),
+        ("I cannot help with that request.", "not a context"),
+        ("word " * 5000, "too long"),
+    ],
+)
+def test_garbage_is_retried_once_then_outline_flagged(
+    garbage: str, flag: str, tmp_path: Path
+) -> None:
+    documents = corpus(1, 3, words_per_chunk=50)
+    chunk = documents[0][1][1]
+    llm = ScriptedLLM(min_cacheable_tokens=100, script={chunk.text: [garbage, garbage]})
+    ledger = Ledger()
+    with ResponseCache(tmp_path / "cache") as cache:
+        results = run(documents, llm, ledger=ledger, cache=cache)
+        assert len(llm.requests_for(chunk.text)) == 2
+        assert results[chunk.chunk_id].kind == "outline"
+        assert results[chunk.chunk_id].flagged == flag
+        assert ledger.flagged == [(chunk.chunk_id, flag)]
+        again = ScriptedLLM(min_cacheable_tokens=100)
+        rerun = run(documents, again, cache=cache)  # the rejection is not paid for twice
+    assert again.calls == [] and rerun[chunk.chunk_id].flagged == flag
+
+
+def test_garbage_once_then_a_good_answer_is_kept() -> None:
+    documents = corpus(1, 2, words_per_chunk=50)
+    chunk = documents[0][1][0]
+    echo = chunk.text  # the chunk copied back: not a context
+    llm = ScriptedLLM(min_cacheable_tokens=100, script={chunk.text: [echo]})
+    results = run(documents, llm)
+    assert results[chunk.chunk_id].kind == "llm"
+    assert len(llm.requests_for(chunk.text)) == 2
+
+
+def test_long_documents_are_windowed_and_blocks_share_prefixes() -> None:
+    document, chunks = make_document("long", 12, words_per_chunk=100)  # ~1,224 words
+    llm = ScriptedLLM(min_cacheable_tokens=100)
+    ledger = Ledger()
+    results = run([(document, chunks)], llm, ledger=ledger, max_document_tokens=400)
+
+    assert len(results) == 12 and all(r.kind == "llm" for r in results.values())
+    prefixes = {c.request.document for c in llm.calls}
+    assert len(prefixes) > 1
+    for prefix in prefixes:
+        assert words(prefix) <= 400
+        assert prefix.startswith("Document: Long (docs/long.md)")
+        assert llm.writes[prefix] == 1  # each block is its own cached "document"
+    for call in llm.calls:  # each chunk is sent with the block that holds it
+        assert call.request.chunk in call.request.document
+    assert ledger.documents["long.md"].prefixes == len(prefixes)
+    assert ledger.documents["long.md"].cache_writes == len(prefixes)
+
+
+def test_rate_limit_headers_at_zero_pause_until_reset() -> None:
+    documents = corpus(1, 3, words_per_chunk=50)
+    sent = {"n": 0}
+
+    def headers() -> dict[str, str]:
+        sent["n"] += 1
+        if sent["n"] == 1:
+            return {"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "200ms"}
+        return {"x-ratelimit-remaining-requests": "10", "x-ratelimit-reset-requests": "1s"}
+
+    llm = ScriptedLLM(min_cacheable_tokens=100, headers=headers)
+    run(documents, llm)
+    first, *rest = llm.calls
+    assert first.ended is not None
+    assert all(c.started - first.ended >= 0.19 for c in rest)
+
+
+def test_ledger_json_and_dollars(tmp_path: Path) -> None:
+    documents = corpus(2, 3)
+    path = tmp_path / "ledgers" / "run.json"
+
+    def cost(usage: Usage) -> float:
+        return usage.input_tokens * 1e-6 + usage.cache_read_tokens * 1e-7
+
+    ledger = Ledger(path, cost=cost)
+    run(documents, ScriptedLLM(min_cacheable_tokens=100), ledger=ledger)
+    written = json.loads(path.read_text())
+    assert written["summary"]["requests"] == 6
+    assert written["summary"]["dollars"] == pytest.approx(cost(ledger.usage))
+    assert written["summary"]["interrupted"] is False
+    assert set(written["documents"]) == {"doc0.md", "doc1.md"}

@@ -1,0 +1,149 @@
+"""One HTTP request of the fake LLM server: route, rate limit, fault, answer, record."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+import time
+import uuid
+from collections.abc import Mapping
+from http.server import BaseHTTPRequestHandler
+from typing import TYPE_CHECKING
+
+from fakes.llm_faults import Admission, format_duration, format_retry_after
+from fakes.llm_wire import BadRequest, Provider, count_request_tokens, error_body
+
+if TYPE_CHECKING:
+    from fakes.llm_server import FakeLLMServer, RecordedRequest
+
+ROUTES: dict[str, tuple[str, Provider]] = {
+    "/v1/messages": ("messages", "anthropic"),
+    "/v1/messages/count_tokens": ("count_tokens", "anthropic"),
+    "/v1/chat/completions": ("chat.completions", "openai"),
+}
+_REASONS = {529: "Overloaded"}
+
+
+def _send(
+    h: BaseHTTPRequestHandler,
+    provider: Provider,
+    status: int,
+    payload: bytes,
+    headers: Mapping[str, str] | None = None,
+) -> None:
+    request_id = ("req_" if provider == "anthropic" else "") + uuid.uuid4().hex[:24]
+    try:
+        h.send_response(status, _REASONS.get(status))
+        h.send_header("content-type", "application/json")
+        h.send_header("content-length", str(len(payload)))
+        h.send_header("request-id" if provider == "anthropic" else "x-request-id", request_id)
+        for name, value in (headers or {}).items():
+            h.send_header(name, value)
+        h.end_headers()
+        h.wfile.write(payload)
+    except OSError:  # the client gave up (a "slow" answer after its timeout)
+        h.close_connection = True
+
+
+def _error(
+    h: BaseHTTPRequestHandler,
+    fake: FakeLLMServer,
+    record: RecordedRequest,
+    kind: str,
+    message: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    fault: str | None = None,
+) -> None:
+    status, payload = error_body(kind, record.provider, message)
+    _send(h, record.provider, status, payload, headers)
+    fake._finish(record, status, fault)
+
+
+def _rfc3339_in(seconds: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + seconds))
+
+
+def _rate_headers(provider: Provider, admission: Admission | None) -> dict[str, str]:
+    """The provider's request rate-limit headers (sent only when an rpm limit is set)."""
+    if admission is None:
+        return {}
+    if provider == "anthropic":
+        return {
+            "anthropic-ratelimit-requests-limit": str(admission.limit),
+            "anthropic-ratelimit-requests-remaining": str(admission.remaining),
+            "anthropic-ratelimit-requests-reset": _rfc3339_in(admission.reset_s),
+        }
+    return {
+        "x-ratelimit-limit-requests": str(admission.limit),
+        "x-ratelimit-remaining-requests": str(admission.remaining),
+        "x-ratelimit-reset-requests": format_duration(admission.reset_s),
+    }
+
+
+def _rate_limited_headers(provider: Provider, retry_after_s: float) -> dict[str, str]:
+    """An injected 429's headers: retry-after and 'no requests left until then'."""
+    headers = {"retry-after": format_retry_after(retry_after_s)}
+    if provider == "anthropic":
+        headers["anthropic-ratelimit-requests-remaining"] = "0"
+        headers["anthropic-ratelimit-requests-reset"] = _rfc3339_in(retry_after_s)
+    else:
+        headers["x-ratelimit-remaining-requests"] = "0"
+        headers["x-ratelimit-reset-requests"] = format_duration(retry_after_s)
+    return headers
+
+
+def handle_post(h: BaseHTTPRequestHandler, fake: FakeLLMServer) -> None:
+    length = int(h.headers.get("content-length") or 0)
+    raw = h.rfile.read(length) if length else b""
+    path = h.path.split("?", 1)[0].rstrip("/")
+    route = ROUTES.get(path) if h.command == "POST" else None
+    guess: Provider = "anthropic" if path.startswith("/v1/messages") else "openai"
+    endpoint, provider = route or (path, guess)
+    record, body = fake._arrive(endpoint, provider, raw)
+    if route is None:
+        _error(h, fake, record, "404", f"{h.command} {path}: no such endpoint in the fake")
+        return
+    admission, fault = fake._admit(endpoint != "count_tokens")
+    if admission is not None and not admission.allowed:
+        headers = {
+            **_rate_headers(provider, admission),
+            "retry-after": format_retry_after(admission.retry_after_s),
+        }
+        message = f"Rate limit of {admission.limit} requests per minute exceeded"
+        _error(h, fake, record, "429", message, headers, "rate_limit")
+        return
+    kind = fault.kind if fault else None
+    if fault is not None and fault.kind in ("429", "529", "500"):
+        headers = _rate_limited_headers(provider, fault.retry_after_s) if kind == "429" else None
+        _error(h, fake, record, fault.kind, None, headers, kind)
+        return
+    if kind == "drop":
+        h.close_connection = True
+        with contextlib.suppress(OSError):
+            h.connection.shutdown(socket.SHUT_RDWR)
+        fake._finish(record, None, kind)
+        return
+    if kind in ("malformed", "wrong_shape"):
+        payload = b'{"id": "msg_01", "type": "mess' if kind == "malformed" else b'{"result": []}'
+        _send(h, provider, 200, payload)
+        fake._finish(record, 200, kind)
+        return
+    if fault is not None and kind == "slow":
+        fake._sleep(fault.delay_s)
+    if not isinstance(body, dict):
+        _error(h, fake, record, "400", "the request body must be a JSON object", fault=kind)
+        return
+    try:
+        if endpoint == "count_tokens":
+            payload = json.dumps({"input_tokens": count_request_tokens(body, "anthropic")}).encode()
+        else:
+            payload = fake._generate(provider, body, record)
+    except BadRequest as exc:
+        _error(h, fake, record, "400", str(exc), fault=kind)
+        return
+    except Exception as exc:  # a bug, or a test's `respond` raising: answer, don't hang
+        _error(h, fake, record, "500", f"fake server error: {exc!r}", fault=kind)
+        return
+    _send(h, provider, 200, payload, _rate_headers(provider, admission))
+    fake._finish(record, 200, kind)

@@ -1,0 +1,336 @@
+"""A loopback HTTP server speaking the Anthropic Messages and OpenAI Chat Completions APIs.
+
+The real SDKs talk to it over HTTP/1.1 (keep-alive, dozens of concurrent connections)::
+
+    with FakeLLMServer(latency=0.05) as server:
+        client = anthropic.AsyncAnthropic(base_url=server.anthropic_base_url, api_key="test")
+        ...
+        assert all(n == 1 for n in server.cache_writes_by_prefix().values())
+
+Endpoints: ``POST /v1/messages``, ``POST /v1/messages/count_tokens``,
+``POST /v1/chat/completions``. Token counts follow `fakes.llm_wire` (see its docstring and
+`count_request_tokens`); prompt caching follows `fakes.llm_cache` (a prefix becomes readable
+only when the response that wrote it completes; per-model minimum; TTL refreshed on read).
+Faults (`fakes.llm_faults`): scripted with `inject`, or random at `fault_rate`, plus a
+server-side requests-per-minute limit answering 429 with a correct retry-after.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any
+
+from fakes.llm_cache import AnthropicPlan, AnthropicPromptCache, OpenAIPlan, OpenAIPrefixCache
+from fakes.llm_faults import (
+    RANDOM_FAULTS,
+    Admission,
+    Fault,
+    FaultPlan,
+    Latency,
+    RateLimiter,
+    Tokens,
+    latency_for,
+)
+from fakes.llm_handler import handle_post
+from fakes.llm_wire import (
+    ANTHROPIC_MIN_CACHEABLE,
+    BadRequest,
+    Provider,
+    anthropic_message,
+    count_request_tokens,
+    count_text_tokens,
+    default_respond,
+    min_cacheable_tokens,
+    openai_completion,
+    prompt_parts,
+    truncate_to_tokens,
+)
+
+__all__ = ["FakeLLMServer", "RecordedRequest", "count_request_tokens"]
+
+
+@dataclass(slots=True)
+class RecordedRequest:
+    """One request as the server saw it. Times are the server's clock (monotonic seconds)."""
+
+    index: int
+    endpoint: str  # "messages" | "count_tokens" | "chat.completions" | the path if unknown
+    provider: Provider
+    arrival: float
+    body: Any = None  # the parsed JSON body (None if it was not JSON)
+    model: str | None = None
+    status: int | None = None  # None: dropped, or still in flight
+    fault: str | None = None  # the injected fault, or "rate_limit" for the rpm limit
+    usage: dict[str, Any] | None = None  # exactly as returned
+    cache_writes: list[str] = field(default_factory=list)  # prefix hashes written
+    cache_read: str | None = None  # prefix hash read
+    text: str | None = None
+    finish: float | None = None
+
+
+class FakeLLMServer:
+    """See the module docstring. All parameters may be changed between requests."""
+
+    def __init__(
+        self,
+        *,
+        latency: Latency = 0.0,
+        respond: Callable[[Any], str] | None = None,
+        cache_ttl_s: float = 300.0,
+        cache_ttl_1h_s: float = 3600.0,
+        min_cacheable: Mapping[str, int] | None = None,
+        fault_rate: float = 0.0,
+        fault_kinds: Iterable[str] = RANDOM_FAULTS,
+        seed: int = 0,
+        retry_after_s: float = 1.0,
+        slow_s: float = 30.0,
+        rpm_limit: float | None = None,
+        rpm_burst: float | None = None,
+        keep_bodies: bool = True,
+    ) -> None:
+        self.latency, self.keep_bodies = latency, keep_bodies
+        self.respond: Callable[[Any], str] = respond or default_respond
+        self.min_cacheable = dict(
+            ANTHROPIC_MIN_CACHEABLE if min_cacheable is None else min_cacheable
+        )
+        self.faults = FaultPlan(fault_rate, fault_kinds, seed, retry_after_s, slow_s)
+        self._offset = 0.0
+        self.anthropic_cache = AnthropicPromptCache(cache_ttl_s, cache_ttl_1h_s, self.clock)
+        self.openai_cache = OpenAIPrefixCache(cache_ttl_s, self.clock)
+        self.limiter = RateLimiter(rpm_limit, rpm_burst, self.clock) if rpm_limit else None
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._requests: list[RecordedRequest] = []
+        self._connections: set[socket.socket] = set()
+        self.in_flight = self.peak_in_flight = 0
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # lifecycle ---------------------------------------------------------------------------
+    def start(self) -> FakeLLMServer:
+        httpd = _HTTPServer(("127.0.0.1", 0), _Handler)
+        httpd.fake = self
+        self._httpd = httpd
+        self._thread = threading.Thread(target=httpd.serve_forever, name="fake-llm", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()  # wakes sleeping handlers ("slow", latency)
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+        with self._lock:
+            for conn in list(self._connections):
+                with contextlib.suppress(OSError):
+                    conn.shutdown(socket.SHUT_RDWR)
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> FakeLLMServer:
+        return self.start()
+
+    def __exit__(
+        self, exc: type[BaseException] | None, val: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    @property
+    def base_url(self) -> str:
+        assert self._httpd is not None, "start the server first"
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
+
+    @property
+    def anthropic_base_url(self) -> str:
+        return self.base_url
+
+    @property
+    def openai_base_url(self) -> str:
+        return self.base_url + "/v1"
+
+    def env(self) -> dict[str, str]:
+        """Variables that point both SDKs here (for monkeypatch.setenv or a subprocess)."""
+        return {
+            "ANTHROPIC_BASE_URL": self.anthropic_base_url,
+            "ANTHROPIC_API_KEY": "test",
+            "OPENAI_BASE_URL": self.openai_base_url,
+            "OPENAI_API_KEY": "test",
+        }
+
+    def anthropic_client(self, **kwargs: Any) -> Any:
+        import anthropic
+
+        kwargs = {"api_key": "test", "max_retries": 0, **kwargs}
+        return anthropic.AsyncAnthropic(base_url=self.anthropic_base_url, **kwargs)
+
+    def openai_client(self, **kwargs: Any) -> Any:
+        import openai
+
+        kwargs = {"api_key": "test", "max_retries": 0, **kwargs}
+        return openai.AsyncOpenAI(base_url=self.openai_base_url, **kwargs)
+
+    # clock, faults, ledger -----------------------------------------------------------------
+    def clock(self) -> float:
+        return time.monotonic() + self._offset
+
+    def advance(self, seconds: float) -> None:
+        """Move the server's clock forward (expires caches, refills the rate limit)."""
+        self._offset += seconds
+
+    def inject(
+        self,
+        fault: str,
+        times: int = 1,
+        *,
+        retry_after_s: float | None = None,
+        delay_s: float | None = None,
+    ) -> None:
+        """The next ``times`` generation requests get ``fault`` (after earlier injections)."""
+        with self._lock:
+            self.faults.inject(fault, times, retry_after_s=retry_after_s, delay_s=delay_s)
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        with self._lock:
+            return list(self._requests)
+
+    def count(self, endpoint: str | None = None, status: int | None = None) -> int:
+        return sum(
+            1
+            for r in self.requests
+            if (endpoint is None or r.endpoint == endpoint)
+            and (status is None or r.status == status)
+        )
+
+    def cache_writes_by_prefix(self) -> dict[str, int]:
+        """How many times each distinct prefix was WRITTEN (Anthropic), by prefix hash."""
+        return dict(Counter(h for r in self.requests for h in r.cache_writes))
+
+    def reset(self) -> None:
+        """Forget the ledger, both caches, pending faults and the rate-limit state."""
+        with self._lock:
+            self._requests.clear()
+            self.anthropic_cache.clear()
+            self.openai_cache.clear()
+            self.faults.clear()
+            self.peak_in_flight = self.in_flight
+            if self.limiter is not None:
+                self.limiter.reset()
+
+    # request handling (called from handler threads) ------------------------------------------
+    def _arrive(self, endpoint: str, provider: Provider, raw: bytes) -> tuple[RecordedRequest, Any]:
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = None
+        with self._lock:
+            record = RecordedRequest(len(self._requests), endpoint, provider, self.clock())
+            record.body = body if self.keep_bodies else None
+            if isinstance(body, Mapping) and isinstance(body.get("model"), str):
+                record.model = body["model"]
+            self._requests.append(record)
+            self.in_flight += 1
+            self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+        return record, body
+
+    def _finish(self, record: RecordedRequest, status: int | None, fault: str | None) -> None:
+        with self._lock:
+            record.status, record.fault, record.finish = status, fault, self.clock()
+            self.in_flight -= 1
+
+    def _admit(self, generation: bool) -> tuple[Admission | None, Fault | None]:
+        if not generation:
+            return None, None
+        with self._lock:
+            admission = self.limiter.admit() if self.limiter else None
+            if admission is not None and not admission.allowed:
+                return admission, None
+            return admission, self.faults.next()
+
+    def _sleep(self, seconds: float) -> None:
+        if seconds > 0:
+            self._stopping.wait(seconds)
+
+    def _generate(self, provider: Provider, body: Any, record: RecordedRequest) -> bytes:
+        """The 200 body of a generation request; raises `BadRequest`."""
+        parts = prompt_parts(body, provider)
+        if body.get("stream"):
+            raise BadRequest("stream: the fake server does not stream; send stream=false")
+        key = "max_tokens" if provider == "anthropic" else "max_completion_tokens"
+        limit = body.get(key, body.get("max_tokens"))
+        if provider == "anthropic" and not isinstance(limit, int):
+            raise BadRequest("max_tokens: field required")
+        if limit is not None and (not isinstance(limit, int) or limit < 1):
+            raise BadRequest(f"{key}: must be a positive integer")
+        model = str(body["model"])
+        plan: AnthropicPlan | OpenAIPlan
+        with self._lock:
+            if provider == "anthropic":
+                minimum = min_cacheable_tokens(model, self.min_cacheable)
+                plan = self.anthropic_cache.plan(model, parts, minimum)
+            else:
+                plan = self.openai_cache.plan(model, parts)
+        text, cut = truncate_to_tokens(str(self.respond(body)), limit or 1_000_000, model)
+        output = count_text_tokens(text, model)
+        if isinstance(plan, AnthropicPlan):
+            tokens = Tokens(
+                plan.input_tokens,
+                plan.cache_creation_input_tokens,
+                plan.cache_read_input_tokens,
+                output,
+            )
+        else:
+            tokens = Tokens(plan.prompt_tokens - plan.cached_tokens, 0, plan.cached_tokens, output)
+        self._sleep(latency_for(self.latency, tokens))
+        with self._lock:  # the response completes: only now do its writes become readable
+            if isinstance(plan, AnthropicPlan):
+                self.anthropic_cache.commit(plan)
+                usage = plan.usage(output)
+                record.cache_writes = [w.prefix_hash for w in plan.writes]
+                record.cache_read = plan.read_hash
+            else:
+                self.openai_cache.commit(plan)
+                usage = plan.usage(output)
+            record.usage, record.text = usage, text
+        build = anthropic_message if provider == "anthropic" else openai_completion
+        return json.dumps(build(model, text, usage, cut)).encode()
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+    request_queue_size = 256
+    fake: FakeLLMServer
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive: httpx2 pools connections
+    server: _HTTPServer
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def setup(self) -> None:
+        super().setup()
+        with self.server.fake._lock:
+            self.server.fake._connections.add(self.connection)
+
+    def finish(self) -> None:
+        with self.server.fake._lock:
+            self.server.fake._connections.discard(self.connection)
+        super().finish()
+
+    def do_POST(self) -> None:
+        handle_post(self, self.server.fake)
+
+    def do_GET(self) -> None:
+        handle_post(self, self.server.fake)  # answered with a 404 in the provider's shape

@@ -1,0 +1,246 @@
+"""Wire formats of the fake LLM server: prompt parsing, token counting, response and error bodies.
+
+Token-counting rule (the cost estimate is compared against it, so it is public and simple):
+
+- A request's prompt is a list of text *parts*. Anthropic: the ``system`` string or each of
+  its blocks, then each message's content string or each of its content blocks, in order.
+  OpenAI: each message's content string or each of its text parts, in order.
+- Each part is counted on its own with tiktoken and the counts are summed; roles, block
+  framing and tool definitions cost nothing. Summing per part keeps the count additive, so a
+  cached prefix (parts up to and including a breakpoint) plus the rest is exactly the total.
+- Encoding: ``o200k_base`` for OpenAI ``gpt-4o*``, ``gpt-4.1*``, ``gpt-5*``, ``o1*``, ``o3*``,
+  ``o4*``; ``cl100k_base`` for everything else, Claude models included.
+- Output tokens: the response text counted with the same encoding.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ctxr.enrich.tokens import count_tokens, get_encoding
+
+Provider = Literal["anthropic", "openai"]
+
+# Documented minimum cacheable prompt length per Claude model, matched by longest prefix
+# (Anthropic prompt-caching docs: Opus 4.5/4.6 and Haiku 4.5 4,096; Haiku 3.5 and Haiku 3
+# 2,048; Sonnet 3.7/4/4.5, Opus 4/4.1 1,024). Overridable per server instance.
+ANTHROPIC_MIN_CACHEABLE: dict[str, int] = {
+    "claude-haiku-4-5": 4096,
+    "claude-opus-4-5": 4096,
+    "claude-opus-4-6": 4096,
+    "claude-3-5-haiku": 2048,
+    "claude-3-haiku": 2048,
+    "claude-sonnet-4": 1024,
+    "claude-opus-4": 1024,
+    "claude-3-7-sonnet": 1024,
+    "claude-3-5-sonnet": 1024,
+    "claude-3-opus": 1024,
+}
+DEFAULT_MIN_CACHEABLE = 1024
+OPENAI_MIN_CACHEABLE = 1024
+OPENAI_CACHE_INCREMENT = 128
+_O200K_PREFIXES = ("gpt-4o", "gpt-4.1", "gpt-5", "o1", "o3", "o4")
+
+
+class BadRequest(ValueError):
+    """The request body is not something the real API would accept (answered with a 400)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PromptPart:
+    text: str
+    breakpoint: bool = False  # carries cache_control (Anthropic)
+    ttl: str = "5m"  # cache_control's ttl: "5m" or "1h"
+
+
+def min_cacheable_tokens(model: str, table: Mapping[str, int] | None = None) -> int:
+    """The minimum cacheable prefix for a Claude ``model`` (longest matching table prefix)."""
+    table = ANTHROPIC_MIN_CACHEABLE if table is None else table
+    matches = [prefix for prefix in table if model.startswith(prefix)]
+    return table[max(matches, key=len)] if matches else DEFAULT_MIN_CACHEABLE
+
+
+def encoding_for_model(model: str) -> str:
+    return "o200k_base" if model.startswith(_O200K_PREFIXES) else "cl100k_base"
+
+
+def count_text_tokens(text: str, model: str) -> int:
+    return count_tokens(text, encoding_for_model(model))
+
+
+def _block_text(block: Any) -> str:
+    if not isinstance(block, Mapping):
+        raise BadRequest(f"content block must be an object, got {type(block).__name__}")
+    kind = block.get("type")
+    if kind == "text":
+        if not isinstance(block.get("text"), str):
+            raise BadRequest("text block without a string 'text'")
+        return str(block["text"])
+    if kind == "document" and isinstance(block.get("source"), Mapping):
+        source = block["source"]
+        if source.get("type") == "text":
+            return str(source.get("data", ""))
+        if source.get("type") == "content" and isinstance(source.get("content"), list):
+            return "".join(_block_text(b) for b in source["content"])
+    rest = {k: v for k, v in block.items() if k != "cache_control"}
+    return json.dumps(rest, sort_keys=True)  # images, tool blocks: counted as their JSON
+
+
+def _part(block: Any) -> PromptPart:
+    text = _block_text(block)
+    control = block.get("cache_control") if isinstance(block, Mapping) else None
+    if isinstance(control, Mapping) and control.get("type") == "ephemeral":
+        return PromptPart(text, breakpoint=True, ttl=str(control.get("ttl", "5m")))
+    return PromptPart(text)
+
+
+def _content_parts(content: Any) -> list[PromptPart]:
+    if isinstance(content, str):
+        return [PromptPart(content)]
+    if isinstance(content, list):
+        return [_part(block) for block in content]
+    raise BadRequest("content must be a string or a list of content blocks")
+
+
+def _require(body: Mapping[str, Any], provider: Provider) -> list[Any]:
+    if not isinstance(body, Mapping):
+        raise BadRequest("request body must be a JSON object")
+    if not isinstance(body.get("model"), str) or not body["model"]:
+        raise BadRequest("model: field required")
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise BadRequest("messages: a non-empty list is required")
+    for message in messages:
+        if not isinstance(message, Mapping) or "content" not in message:
+            raise BadRequest("messages: each message needs a role and content")
+        if provider == "anthropic" and message.get("role") not in ("user", "assistant"):
+            raise BadRequest("messages: roles must be 'user' or 'assistant'")
+    return messages
+
+
+def prompt_parts(body: Mapping[str, Any], provider: Provider) -> list[PromptPart]:
+    """The prompt's text parts in order (see the module docstring); raises `BadRequest`."""
+    messages = _require(body, provider)
+    parts: list[PromptPart] = []
+    if provider == "anthropic" and body.get("system") is not None:
+        parts.extend(_content_parts(body["system"]))
+    for message in messages:
+        if provider == "openai" and message.get("content") is None:
+            continue
+        parts.extend(_content_parts(message["content"]))
+    if provider == "anthropic" and isinstance(body.get("cache_control"), Mapping) and parts:
+        # Automatic caching: a top-level cache_control puts the breakpoint on the last block.
+        ttl = str(body["cache_control"].get("ttl", "5m"))
+        parts[-1] = PromptPart(parts[-1].text, breakpoint=True, ttl=ttl)
+    return parts
+
+
+def count_request_tokens(body: Mapping[str, Any], provider: Provider) -> int:
+    """Input tokens of a Messages / Chat Completions request body, by the module's rule."""
+    model = str(body.get("model", ""))
+    return sum(count_text_tokens(p.text, model) for p in prompt_parts(body, provider))
+
+
+def prefix_hash(model: str, parts: Sequence[PromptPart]) -> str:
+    """Identity of a cached prefix: the model and the exact text of every part up to it."""
+    digest = hashlib.sha256(model.encode())
+    for part in parts:
+        digest.update(b"\x00" + hashlib.sha256(part.text.encode()).digest())
+    return digest.hexdigest()[:16]
+
+
+_DOC = re.compile(r"<document>\s*(.*?)\s*</document>", re.S)
+_CHUNK = re.compile(r"<chunk>\s*(.*?)\s*</chunk>", re.S)
+
+
+def default_respond(body: Mapping[str, Any]) -> str:
+    """A deterministic, plausible context: names the document's first line and the chunk's
+    first words. Uses <document>/<chunk> tags when present, else the longest and last parts."""
+    try:
+        parts = prompt_parts(body, "anthropic")
+    except BadRequest:  # an OpenAI body with a "system" role
+        parts = prompt_parts(body, "openai")
+    text = "\n".join(p.text for p in parts)
+    doc_match, chunk_match = _DOC.search(text), _CHUNK.search(text)
+    longest = max(parts, key=lambda p: len(p.text)).text
+    document = doc_match.group(1) if doc_match else longest
+    chunk = chunk_match.group(1) if chunk_match else parts[-1].text
+    first_line = next((ln.strip() for ln in document.splitlines() if ln.strip()), "the document")
+    title = first_line.lstrip("#/*-; ").strip()[:80] or "the document"
+    words = " ".join(chunk.split()[:8]) or "an empty passage"
+    return f"This chunk is from {title} and covers {words}."
+
+
+def truncate_to_tokens(text: str, limit: int, model: str) -> tuple[str, bool]:
+    """``text`` cut to ``limit`` output tokens, and whether it was cut."""
+    encoding = get_encoding(encoding_for_model(model))
+    tokens = encoding.encode(text, disallowed_special=())
+    if len(tokens) <= limit:
+        return text, False
+    return encoding.decode(tokens[:limit]), True
+
+
+def anthropic_message(model: str, text: str, usage: Mapping[str, Any], cut: bool) -> dict[str, Any]:
+    return {
+        "id": f"msg_{uuid.uuid4().hex[:24]}",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [{"type": "text", "text": text}],
+        "stop_reason": "max_tokens" if cut else "end_turn",
+        "stop_sequence": None,
+        "usage": dict(usage),
+    }
+
+
+def openai_completion(model: str, text: str, usage: Mapping[str, Any], cut: bool) -> dict[str, Any]:
+    return {
+        "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "system_fingerprint": "fp_fake",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": text, "refusal": None},
+                "logprobs": None,
+                "finish_reason": "length" if cut else "stop",
+            }
+        ],
+        "usage": dict(usage),
+    }
+
+
+# (status, anthropic error type, openai error type, openai code, message) per error kind.
+ERRORS: dict[str, tuple[int, str, str, str | None, str]] = {
+    "429": (429, "rate_limit_error", "requests", "rate_limit_exceeded", "Rate limit exceeded"),
+    "529": (529, "overloaded_error", "server_error", "overloaded", "Overloaded"),
+    "500": (500, "api_error", "server_error", None, "Internal server error"),
+    "400": (400, "invalid_request_error", "invalid_request_error", None, "Invalid request"),
+    "404": (404, "not_found_error", "invalid_request_error", "unknown_url", "Not found"),
+}
+
+
+def error_body(kind: str, provider: Provider, message: str | None = None) -> tuple[int, bytes]:
+    """Status and JSON body of an error in ``provider``'s shape. OpenAI has no 529: an
+    overloaded OpenAI server answers 503."""
+    status, a_type, o_type, o_code, default = ERRORS[kind]
+    message = message or default
+    if provider == "anthropic":
+        body: dict[str, Any] = {
+            "type": "error",
+            "error": {"type": a_type, "message": message},
+            "request_id": f"req_{uuid.uuid4().hex[:24]}",
+        }
+    else:
+        status = 503 if status == 529 else status
+        body = {"error": {"message": message, "type": o_type, "param": None, "code": o_code}}
+    return status, json.dumps(body).encode()
