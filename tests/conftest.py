@@ -28,9 +28,10 @@ class BuiltIndex:
 
 @pytest.fixture(autouse=True)
 def _hermetic_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A developer's CTXR_* variables must not change what the tests see."""
+    """A developer's CTXR_* variables or provider keys must not change what the tests see
+    (a real ANTHROPIC_API_KEY would turn `--context auto` into paid LLM calls)."""
     for name in list(os.environ):
-        if name.startswith("CTXR_"):
+        if name.startswith(("CTXR_", "ANTHROPIC_", "OPENAI_")):
             monkeypatch.delenv(name)
 
 

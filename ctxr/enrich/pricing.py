@@ -137,7 +137,7 @@ def _read_json(data: str, where: str) -> dict[str, Any]:
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{where}: not valid JSON ({exc}); expected {_EXAMPLE}") from exc
     if not isinstance(parsed, dict) or not isinstance(parsed.get("models"), dict):
-        raise ConfigError(f"{where}: expected a top-level \"models\" object, e.g. {_EXAMPLE}")
+        raise ConfigError(f'{where}: expected a top-level "models" object, e.g. {_EXAMPLE}')
     return parsed
 
 

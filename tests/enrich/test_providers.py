@@ -118,7 +118,7 @@ class Loopback:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.02,), daemon=True)
         self.thread.start()
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
 
@@ -253,9 +253,7 @@ def _error(kind: str, message: str) -> dict[str, Any]:
 
 
 def test_anthropic_429_is_retryable_with_retry_after(server: Loopback) -> None:
-    server.queue.append(
-        Canned(429, _error("rate_limit_error", "slow down"), {"retry-after": "7"})
-    )
+    server.queue.append(Canned(429, _error("rate_limit_error", "slow down"), {"retry-after": "7"}))
     error = failure(anthropic_at(server))
     assert (error.retryable, error.retry_after, error.status) == (True, 7.0, 429)
     assert "slow down" in str(error)
@@ -331,7 +329,10 @@ def test_openai_cache_flag_changes_nothing_on_the_wire(server: Loopback) -> None
     uncached = {**OPENAI_OK, "usage": {"prompt_tokens": 10, "completion_tokens": 2}}
     server.queue += [Canned(body=OPENAI_OK), Canned(body=uncached)]
     situate(openai_at(server))
-    done = situate(openai_at(server), SituateRequest("The whole document.", "A chunk.", REQUEST.heading_path, cache=False))
+    done = situate(
+        openai_at(server),
+        SituateRequest("The whole document.", "A chunk.", REQUEST.heading_path, cache=False),
+    )
     assert server.seen[0].body == server.seen[1].body
     assert done.usage == Usage(input_tokens=10, output_tokens=2)
 
@@ -392,6 +393,7 @@ def test_openai_refused_connection_is_retryable() -> None:
         ({"OPENAI_API_KEY": "k", "ANTHROPIC_API_KEY": "k"}, "anthropic"),
         ({"OPENAI_API_KEY": "k", "CTXR_LLM_PROVIDER": "OpenAI"}, "openai"),
         ({"CTXR_LLM_PROVIDER": "anthropic"}, "anthropic"),
+        ({"ANTHROPIC_AUTH_TOKEN": "t"}, "anthropic"),
         ({"ANTHROPIC_API_KEY": ""}, None),
     ],
 )
@@ -438,3 +440,13 @@ def test_retry_after_forms() -> None:
     assert parse_retry_after({"retry-after": formatdate(now + 30, usegmt=True)}, now) == 30.0
     assert parse_retry_after({"retry-after": "soon"}) is None
     assert parse_retry_after({}) is None
+
+
+def test_anthropic_without_any_credential_names_the_variable(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    # No profile files either: the SDK also looks for credentials under the home directory.
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    error = failure(lambda: AnthropicLLM(timeout=2))
+    assert not error.retryable and "ANTHROPIC_API_KEY" in str(error)

@@ -72,8 +72,13 @@ def detect_provider(env: Mapping[str, str]) -> str | None:
                 f"{PROVIDER_ENV}={explicit!r} is not a provider; use one of {', '.join(PROVIDERS)}"
             )
         return explicit
-    for provider, prefix in (("anthropic", "ANTHROPIC"), ("openai", "OPENAI")):
-        if env.get(f"{prefix}_API_KEY") or env.get(f"{prefix}_BASE_URL"):
+    # ANTHROPIC_AUTH_TOKEN counts too: the Anthropic SDK accepts it in place of a key.
+    configured = {
+        "anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL"),
+        "openai": ("OPENAI_API_KEY", "OPENAI_BASE_URL"),
+    }
+    for provider, names in configured.items():
+        if any(env.get(name) for name in names):
             return provider
     return None
 

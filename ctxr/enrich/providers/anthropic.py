@@ -87,9 +87,7 @@ class AnthropicLLM:
 
     async def situate(self, request: SituateRequest) -> Completion:
         try:
-            raw = await self._client.messages.with_raw_response.create(
-                **self.request_body(request)
-            )
+            raw = await self._client.messages.with_raw_response.create(**self.request_body(request))
             headers = shared.rate_limit_headers(raw.headers, "anthropic-ratelimit-")
             message: Message = await raw.parse()
         except anthropic.APIStatusError as exc:
@@ -160,4 +158,3 @@ class AnthropicLLM:
 
     async def aclose(self) -> None:
         await self._client.close()
-

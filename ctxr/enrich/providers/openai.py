@@ -83,8 +83,10 @@ class OpenAILLM:
         (Gemma, some Mistral) see the same prompt as OpenAI does. The document is material to
         read, not an instruction, so it does not belong in a system message either.
         """
-        prompt = document_part(request.document) + "\n\n" + chunk_part(
-            request.chunk, request.heading_path
+        prompt = (
+            document_part(request.document)
+            + "\n\n"
+            + chunk_part(request.chunk, request.heading_path)
         )
         message: ChatCompletionUserMessageParam = {"role": "user", "content": prompt}
         body: dict[str, Any] = {"model": self._model, "messages": [message]}
