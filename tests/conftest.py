@@ -13,6 +13,9 @@ from ctxr.config import Settings, load_settings
 from ctxr.index.builder import build_index
 from ctxr.index.writer import IndexReport
 
+# Fixtures of the loopback fake LLM server (fake_llm, fake_llm_factory, fake_llm_env).
+pytest_plugins = ["fakes.pytest_plugin"]
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 JUDGED = ROOT / "tests" / "data" / "judged" / "queries.jsonl"

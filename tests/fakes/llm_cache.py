@@ -10,6 +10,7 @@ Not thread-safe on their own: the server calls them under its lock.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from array import array
 from collections.abc import Callable, Sequence
@@ -143,6 +144,11 @@ class OpenAIPlan:
         }
 
 
+@functools.lru_cache(maxsize=4096)
+def _token_ids(text: str, encoding: str) -> tuple[int, ...]:
+    return tuple(get_encoding(encoding).encode(text, disallowed_special=()))
+
+
 class OpenAIPrefixCache:
     """Automatic prefix caching: prompts of at least 1,024 tokens; ``cached_tokens`` is the
     prefix shared with an earlier *completed* prompt (same model), rounded down to
@@ -156,10 +162,9 @@ class OpenAIPrefixCache:
         self._entries.clear()
 
     def plan(self, model: str, parts: Sequence[PromptPart]) -> OpenAIPlan:
-        encoding = get_encoding(encoding_for_model(model))
         tokens = array("I")
         for part in parts:
-            tokens.extend(encoding.encode(part.text, disallowed_special=()))
+            tokens.extend(_token_ids(part.text, encoding_for_model(model)))
         digest = hashlib.sha256(model.encode())
         boundaries: list[str] = []
         start = 0

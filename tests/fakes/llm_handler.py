@@ -9,10 +9,22 @@ import time
 import uuid
 from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from fakes.llm_faults import Admission, format_duration, format_retry_after
-from fakes.llm_wire import BadRequest, Provider, count_request_tokens, error_body
+from fakes.llm_cache import AnthropicPlan, OpenAIPlan
+from fakes.llm_faults import Admission, Tokens, format_duration, format_retry_after, latency_for
+from fakes.llm_wire import (
+    BadRequest,
+    Provider,
+    anthropic_message,
+    count_request_tokens,
+    count_text_tokens,
+    error_body,
+    min_cacheable_tokens,
+    openai_completion,
+    prompt_parts,
+    truncate_to_tokens,
+)
 
 if TYPE_CHECKING:
     from fakes.llm_server import FakeLLMServer, RecordedRequest
@@ -104,7 +116,7 @@ def handle_post(h: BaseHTTPRequestHandler, fake: FakeLLMServer) -> None:
     if route is None:
         _error(h, fake, record, "404", f"{h.command} {path}: no such endpoint in the fake")
         return
-    admission, fault = fake._admit(endpoint != "count_tokens")
+    admission, fault = fake._admit(record)
     if admission is not None and not admission.allowed:
         headers = {
             **_rate_headers(provider, admission),
@@ -115,8 +127,8 @@ def handle_post(h: BaseHTTPRequestHandler, fake: FakeLLMServer) -> None:
         return
     kind = fault.kind if fault else None
     if fault is not None and fault.kind in ("429", "529", "500"):
-        headers = _rate_limited_headers(provider, fault.retry_after_s) if kind == "429" else None
-        _error(h, fake, record, fault.kind, None, headers, kind)
+        extra = _rate_limited_headers(provider, fault.retry_after_s) if kind == "429" else None
+        _error(h, fake, record, fault.kind, None, extra, kind)
         return
     if kind == "drop":
         h.close_connection = True
@@ -138,7 +150,7 @@ def handle_post(h: BaseHTTPRequestHandler, fake: FakeLLMServer) -> None:
         if endpoint == "count_tokens":
             payload = json.dumps({"input_tokens": count_request_tokens(body, "anthropic")}).encode()
         else:
-            payload = fake._generate(provider, body, record)
+            payload = generate(fake, provider, body, record)
     except BadRequest as exc:
         _error(h, fake, record, "400", str(exc), fault=kind)
         return
@@ -147,3 +159,48 @@ def handle_post(h: BaseHTTPRequestHandler, fake: FakeLLMServer) -> None:
         return
     _send(h, provider, 200, payload, _rate_headers(provider, admission))
     fake._finish(record, 200, kind)
+
+
+def generate(fake: FakeLLMServer, provider: Provider, body: Any, record: RecordedRequest) -> bytes:
+    """The 200 body of a generation request; raises `BadRequest`."""
+    parts = prompt_parts(body, provider)
+    if body.get("stream"):
+        raise BadRequest("stream: the fake server does not stream; send stream=false")
+    key = "max_tokens" if provider == "anthropic" else "max_completion_tokens"
+    limit = body.get(key, body.get("max_tokens"))
+    if provider == "anthropic" and not isinstance(limit, int):
+        raise BadRequest("max_tokens: field required")
+    if limit is not None and (not isinstance(limit, int) or limit < 1):
+        raise BadRequest(f"{key}: must be a positive integer")
+    model = str(body["model"])
+    plan: AnthropicPlan | OpenAIPlan
+    with fake._lock:
+        if provider == "anthropic":
+            minimum = min_cacheable_tokens(model, fake.min_cacheable)
+            plan = fake.anthropic_cache.plan(model, parts, minimum)
+        else:
+            plan = fake.openai_cache.plan(model, parts)
+    text, cut = truncate_to_tokens(str(fake.respond(body)), limit or 1_000_000, model)
+    output = count_text_tokens(text, model)
+    if isinstance(plan, AnthropicPlan):
+        tokens = Tokens(
+            plan.input_tokens,
+            plan.cache_creation_input_tokens,
+            plan.cache_read_input_tokens,
+            output,
+        )
+    else:
+        tokens = Tokens(plan.prompt_tokens - plan.cached_tokens, 0, plan.cached_tokens, output)
+    fake._sleep(latency_for(fake.latency, tokens))
+    with fake._lock:  # the response completes: only now do its writes become readable
+        if isinstance(plan, AnthropicPlan):
+            fake.anthropic_cache.commit(plan)
+            usage = plan.usage(output)
+            record.cache_writes = [w.prefix_hash for w in plan.writes]
+            record.cache_read = plan.read_hash
+        else:
+            fake.openai_cache.commit(plan)
+            usage = plan.usage(output)
+        record.usage, record.text = usage, text
+    build = anthropic_message if provider == "anthropic" else openai_completion
+    return json.dumps(build(model, text, usage, cut)).encode()

@@ -29,7 +29,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
-from fakes.llm_cache import AnthropicPlan, AnthropicPromptCache, OpenAIPlan, OpenAIPrefixCache
+from fakes.llm_cache import AnthropicPromptCache, OpenAIPrefixCache
 from fakes.llm_faults import (
     RANDOM_FAULTS,
     Admission,
@@ -37,22 +37,13 @@ from fakes.llm_faults import (
     FaultPlan,
     Latency,
     RateLimiter,
-    Tokens,
-    latency_for,
 )
 from fakes.llm_handler import handle_post
 from fakes.llm_wire import (
     ANTHROPIC_MIN_CACHEABLE,
-    BadRequest,
     Provider,
-    anthropic_message,
     count_request_tokens,
-    count_text_tokens,
     default_respond,
-    min_cacheable_tokens,
-    openai_completion,
-    prompt_parts,
-    truncate_to_tokens,
 )
 
 __all__ = ["FakeLLMServer", "RecordedRequest", "count_request_tokens"]
@@ -78,7 +69,18 @@ class RecordedRequest:
 
 
 class FakeLLMServer:
-    """See the module docstring. All parameters may be changed between requests."""
+    """See the module docstring.
+
+    ``latency``: seconds per answer, or a function of its `Tokens` (see `realistic_latency`).
+    ``respond``: the answer text for a request body (default: a plausible context).
+    ``cache_ttl_s`` / ``cache_ttl_1h_s``: lifetimes of "5m" and "1h" cache entries.
+    ``min_cacheable``: model-prefix -> minimum cacheable tokens (default: the documented table).
+    ``fault_rate`` / ``fault_kinds`` / ``seed``: random faults; ``inject`` scripts them.
+    ``retry_after_s`` / ``slow_s``: defaults for injected 429s and "slow" answers.
+    ``rpm_limit`` / ``rpm_burst``: a server-side token bucket answering 429 when empty.
+    ``latency``, ``respond`` and ``min_cacheable`` may be changed between requests. A stopped
+    server cannot be started again.
+    """
 
     def __init__(
         self,
@@ -120,7 +122,9 @@ class FakeLLMServer:
         httpd = _HTTPServer(("127.0.0.1", 0), _Handler)
         httpd.fake = self
         self._httpd = httpd
-        self._thread = threading.Thread(target=httpd.serve_forever, name="fake-llm", daemon=True)
+        self._thread = threading.Thread(
+            target=httpd.serve_forever, args=(0.05,), name="fake-llm", daemon=True
+        )
         self._thread.start()
         return self
 
@@ -244,65 +248,26 @@ class FakeLLMServer:
 
     def _finish(self, record: RecordedRequest, status: int | None, fault: str | None) -> None:
         with self._lock:
-            record.status, record.fault, record.finish = status, fault, self.clock()
+            record.status, record.finish = status, self.clock()
+            record.fault = fault or record.fault
             self.in_flight -= 1
 
-    def _admit(self, generation: bool) -> tuple[Admission | None, Fault | None]:
-        if not generation:
+    def _admit(self, record: RecordedRequest) -> tuple[Admission | None, Fault | None]:
+        """The rate limit's verdict, then the fault to serve (generation requests only)."""
+        if record.endpoint == "count_tokens":
             return None, None
         with self._lock:
             admission = self.limiter.admit() if self.limiter else None
             if admission is not None and not admission.allowed:
+                record.fault = "rate_limit"
                 return admission, None
-            return admission, self.faults.next()
+            fault = self.faults.next()
+            record.fault = fault.kind if fault else None
+            return admission, fault
 
     def _sleep(self, seconds: float) -> None:
         if seconds > 0:
             self._stopping.wait(seconds)
-
-    def _generate(self, provider: Provider, body: Any, record: RecordedRequest) -> bytes:
-        """The 200 body of a generation request; raises `BadRequest`."""
-        parts = prompt_parts(body, provider)
-        if body.get("stream"):
-            raise BadRequest("stream: the fake server does not stream; send stream=false")
-        key = "max_tokens" if provider == "anthropic" else "max_completion_tokens"
-        limit = body.get(key, body.get("max_tokens"))
-        if provider == "anthropic" and not isinstance(limit, int):
-            raise BadRequest("max_tokens: field required")
-        if limit is not None and (not isinstance(limit, int) or limit < 1):
-            raise BadRequest(f"{key}: must be a positive integer")
-        model = str(body["model"])
-        plan: AnthropicPlan | OpenAIPlan
-        with self._lock:
-            if provider == "anthropic":
-                minimum = min_cacheable_tokens(model, self.min_cacheable)
-                plan = self.anthropic_cache.plan(model, parts, minimum)
-            else:
-                plan = self.openai_cache.plan(model, parts)
-        text, cut = truncate_to_tokens(str(self.respond(body)), limit or 1_000_000, model)
-        output = count_text_tokens(text, model)
-        if isinstance(plan, AnthropicPlan):
-            tokens = Tokens(
-                plan.input_tokens,
-                plan.cache_creation_input_tokens,
-                plan.cache_read_input_tokens,
-                output,
-            )
-        else:
-            tokens = Tokens(plan.prompt_tokens - plan.cached_tokens, 0, plan.cached_tokens, output)
-        self._sleep(latency_for(self.latency, tokens))
-        with self._lock:  # the response completes: only now do its writes become readable
-            if isinstance(plan, AnthropicPlan):
-                self.anthropic_cache.commit(plan)
-                usage = plan.usage(output)
-                record.cache_writes = [w.prefix_hash for w in plan.writes]
-                record.cache_read = plan.read_hash
-            else:
-                self.openai_cache.commit(plan)
-                usage = plan.usage(output)
-            record.usage, record.text = usage, text
-        build = anthropic_message if provider == "anthropic" else openai_completion
-        return json.dumps(build(model, text, usage, cut)).encode()
 
 
 class _HTTPServer(ThreadingHTTPServer):

@@ -15,6 +15,7 @@ Token-counting rule (the cost estimate is compared against it, so it is public a
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -28,13 +29,16 @@ from ctxr.enrich.tokens import count_tokens, get_encoding
 
 Provider = Literal["anthropic", "openai"]
 
-# Documented minimum cacheable prompt length per Claude model, matched by longest prefix
-# (Anthropic prompt-caching docs: Opus 4.5/4.6 and Haiku 4.5 4,096; Haiku 3.5 and Haiku 3
-# 2,048; Sonnet 3.7/4/4.5, Opus 4/4.1 1,024). Overridable per server instance.
+# Minimum cacheable prompt length per Claude model, matched by longest prefix; overridable per
+# server instance. Anthropic's prompt-caching docs (as quoted in anthropic-sdk-python#1194):
+# Opus 4.5/4.6 and Haiku 4.5 4,096; Haiku 3.5/3 2,048; Sonnet 3.7/4/4.5/4.6, Opus 4/4.1 1,024.
+# Newer models from a secondary write-up (unverified): Opus 4.7 2,048; Opus 4.8 and Sonnet 5
+# 1,024; Opus 5, Fable 5, Mythos 5 512. Unlisted models (e.g. Haiku 5.5) get the default.
 ANTHROPIC_MIN_CACHEABLE: dict[str, int] = {
     "claude-haiku-4-5": 4096,
     "claude-opus-4-5": 4096,
     "claude-opus-4-6": 4096,
+    "claude-opus-4-7": 2048,
     "claude-3-5-haiku": 2048,
     "claude-3-haiku": 2048,
     "claude-sonnet-4": 1024,
@@ -42,6 +46,10 @@ ANTHROPIC_MIN_CACHEABLE: dict[str, int] = {
     "claude-3-7-sonnet": 1024,
     "claude-3-5-sonnet": 1024,
     "claude-3-opus": 1024,
+    "claude-sonnet-5": 1024,
+    "claude-opus-5": 512,
+    "claude-fable-5": 512,
+    "claude-mythos-5": 512,
 }
 DEFAULT_MIN_CACHEABLE = 1024
 OPENAI_MIN_CACHEABLE = 1024
@@ -71,8 +79,14 @@ def encoding_for_model(model: str) -> str:
     return "o200k_base" if model.startswith(_O200K_PREFIXES) else "cl100k_base"
 
 
+@functools.lru_cache(maxsize=4096)  # the same document arrives once per chunk
 def count_text_tokens(text: str, model: str) -> int:
     return count_tokens(text, encoding_for_model(model))
+
+
+@functools.lru_cache(maxsize=4096)
+def _digest(text: str) -> bytes:
+    return hashlib.sha256(text.encode()).digest()
 
 
 def _block_text(block: Any) -> str:
@@ -152,7 +166,7 @@ def prefix_hash(model: str, parts: Sequence[PromptPart]) -> str:
     """Identity of a cached prefix: the model and the exact text of every part up to it."""
     digest = hashlib.sha256(model.encode())
     for part in parts:
-        digest.update(b"\x00" + hashlib.sha256(part.text.encode()).digest())
+        digest.update(b"\x00" + _digest(part.text))
     return digest.hexdigest()[:16]
 
 
