@@ -111,7 +111,9 @@ class Ledger:
             account = self.documents[doc_id] = DocumentAccount(source or doc_id)
         return account
 
-    def add_prefix(self, doc_id: str, source: str, *, chunks: int, tokens: int, cached: bool) -> None:
+    def add_prefix(
+        self, doc_id: str, source: str, *, chunks: int, tokens: int, cached: bool
+    ) -> None:
         account = self.document(doc_id, source)
         account.chunks += chunks
         account.prefixes += 1
@@ -154,6 +156,16 @@ class Ledger:
         if self._t0 is None:
             return 0.0
         return (self._t1 if self._t1 is not None else self._clock()) - self._t0
+
+    def progress_line(self, documents_done: int, documents: int, chunks_done: int) -> str:
+        """One line for `Progress.note`: documents, chunks, cache-read share, dollars so far."""
+        line = (
+            f"contexts: {documents_done}/{documents} documents, {chunks_done} chunks, "
+            f"{self.requests} requests, cache reads {cache_read_share(self.usage):.0%} "
+            "of prompt tokens"
+        )
+        dollars = self.dollars
+        return line if dollars is None else f"{line}, ${dollars:.4f}"
 
     def summary(self) -> dict[str, object]:
         docs = self.documents.values()

@@ -22,23 +22,21 @@ flagged, and the run goes on. The ledger is written in a `finally`, interrupted 
 from __future__ import annotations
 
 import asyncio
-import heapq
-import itertools
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 from tenacity.wait import wait_random_exponential
 
-from ctxr.enrich.ledger import Ledger, cache_read_share
+from ctxr.enrich.ledger import Ledger
 from ctxr.enrich.llm import LLM, Completion, ProviderError, SituateRequest
 from ctxr.enrich.outline import outline_context
-from ctxr.enrich.ratelimit import RateLimiter, RateLimits
+from ctxr.enrich.ratelimit import Priority, PrioritySlots, RateLimiter, RateLimits
 from ctxr.enrich.response_cache import ResponseCache, cache_key
 from ctxr.enrich.validate import DEFAULT_MAX_TOKENS, check_context
-from ctxr.enrich.window import Window, windows
+from ctxr.enrich.window import Prefix, plan_prefixes
 from ctxr.progress import NullProgress, Progress
 from ctxr.types import Chunk, ContextualChunk, Document
 
@@ -46,7 +44,6 @@ PHASE = "contexts"
 # The instruction and chunk framing around the document, for rate-limit estimates only.
 PROMPT_OVERHEAD_TOKENS = 100
 NOTE_EVERY_SECONDS = 5.0
-Priority = tuple[int, int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +56,7 @@ class SituateResult:
     kind: Literal["llm", "outline"]
     flagged: str | None = None
     error: str | None = None
-    from_cache: bool = False
+    from_cache: bool = False  # answered by the response cache, no request sent
 
     def contextual(self, chunk: Chunk) -> ContextualChunk:
         return ContextualChunk(chunk, self.context, self.kind)
@@ -67,53 +64,10 @@ class SituateResult:
 
 @dataclass(frozen=True, slots=True)
 class Backoff:
-    """Exponential backoff with full jitter, in seconds; `retry_after` is a floor on top."""
+    """Exponential backoff with full jitter, in seconds; a `retry_after` is a floor on it."""
 
     initial: float = 1.0
     maximum: float = 60.0
-
-
-class _PrioritySlots:
-    """A semaphore that admits the waiter with the lowest priority first (FIFO among equals)."""
-
-    def __init__(self, size: int) -> None:
-        if size < 1:
-            raise ValueError(f"concurrency must be at least 1, got {size}")
-        self._free = size
-        self._waiters: list[tuple[Priority, int, asyncio.Future[None]]] = []
-        self._seq = itertools.count()
-
-    async def acquire(self, priority: Priority) -> None:
-        if self._free > 0:  # free slots imply nobody waits: release() hands slots to waiters
-            self._free -= 1
-            return
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        heapq.heappush(self._waiters, (priority, next(self._seq), future))
-        try:
-            await future
-        except asyncio.CancelledError:
-            if future.done() and not future.cancelled():
-                self.release()  # handed a slot as we were cancelled: pass it on
-            raise
-
-    def release(self) -> None:
-        while self._waiters:
-            future = heapq.heappop(self._waiters)[2]
-            if not future.done():
-                future.set_result(None)
-                return
-        self._free += 1
-
-
-@dataclass(eq=False)
-class _Prefix:
-    """Chunks that share one cached prefix (a document, or one window block of it)."""
-
-    document: Document
-    window: Window
-    tokens: int
-    cache: bool
-    order: int
 
 
 def _describe(exc: BaseException) -> str:
@@ -126,72 +80,24 @@ def _retryable(exc: BaseException) -> bool:
     return isinstance(exc, ProviderError) and exc.retryable
 
 
+@dataclass(eq=False)
 class _Run:
-    def __init__(
-        self,
-        llm: LLM,
-        *,
-        cache: ResponseCache | None,
-        limiter: RateLimiter,
-        concurrency: int,
-        ledger: Ledger,
-        prompt_version: str,
-        count_tokens: Callable[[str], int],
-        progress: Progress,
-        max_document_tokens: int,
-        max_attempts: int,
-        backoff: Backoff,
-        render_document: Callable[[str], str],
-        max_context_tokens: int,
-        sleep: Callable[[float], Awaitable[None]],
-    ) -> None:
-        self.llm, self.cache, self.limiter, self.ledger = llm, cache, limiter, ledger
-        self.prompt_version, self.count_tokens = prompt_version, count_tokens
-        self.progress, self.max_document_tokens = progress, max_document_tokens
-        self.max_attempts, self.render_document = max_attempts, render_document
-        self.max_context_tokens, self.sleep = max_context_tokens, sleep
-        self.slots = _PrioritySlots(concurrency)
-        self.backoff = wait_random_exponential(multiplier=backoff.initial, max=backoff.maximum)
-        self.results: dict[str, SituateResult] = {}
-        self.expected_output = min(max_context_tokens, 200)
-        self.readable: set[int] = set()  # ids of prefixes whose cache write has returned
-        self.left: dict[str, int] = {}
-        self.documents_done = 0
-        self.last_note = time.monotonic()
-
-    # -- planning ----------------------------------------------------------------------------
-
-    def plan(self, documents: Sequence[tuple[Document, Sequence[Chunk]]]) -> list[_Prefix]:
-        prefixes: list[_Prefix] = []
-        minimum = self.llm.min_cacheable_tokens
-        for document, chunks in documents:
-            self.left[document.doc_id] = len(chunks)
-            if not chunks:
-                self.documents_done += 1
-                continue
-            whole = self.count_tokens(self.render_document(document.text))
-            for window in windows(
-                document,
-                chunks,
-                max_tokens=self.max_document_tokens,
-                count_tokens=self.count_tokens,
-                document_tokens=whole,
-            ):
-                tokens = whole if window.block is None else (
-                    self.count_tokens(self.render_document(window.text))
-                )
-                prefix = _Prefix(document, window, tokens, tokens >= minimum, len(prefixes))
-                self.ledger.add_prefix(
-                    document.doc_id,
-                    document.source,
-                    chunks=len(window.chunks),
-                    tokens=tokens,
-                    cached=prefix.cache,
-                )
-                prefixes.append(prefix)
-        return prefixes
-
-    # -- one prefix --------------------------------------------------------------------------
+    llm: LLM
+    cache: ResponseCache | None
+    limiter: RateLimiter
+    slots: PrioritySlots
+    ledger: Ledger
+    progress: Progress
+    prompt_version: str
+    count_tokens: Callable[[str], int]
+    max_attempts: int
+    backoff: Backoff
+    max_context_tokens: int
+    sleep: Callable[[float], Awaitable[None]]
+    results: dict[str, SituateResult] = field(default_factory=dict)
+    readable: set[int] = field(default_factory=set)  # prefixes whose cache write has returned
+    left: dict[str, int] = field(default_factory=dict)  # chunks still to do per document
+    last_note: float = field(default_factory=time.monotonic)
 
     def _key(self, document: Document, chunk: Chunk) -> str:
         return cache_key(
@@ -203,7 +109,7 @@ class _Run:
             heading_path=chunk.heading_path,
         )
 
-    async def run_prefix(self, prefix: _Prefix) -> None:
+    async def run_prefix(self, prefix: Prefix) -> None:
         document = prefix.document
         pending: list[Chunk] = []
         for chunk in prefix.window.chunks:
@@ -213,11 +119,11 @@ class _Run:
                 continue
             self.ledger.record_response_cache_hit(document.doc_id)
             if hit.flagged is None:
-                self.finish(document, SituateResult(chunk.chunk_id, hit.context, "llm", None, None, True))
+                result = SituateResult(chunk.chunk_id, hit.context, "llm", from_cache=True)
             else:
                 outline = outline_context(document, chunk)
                 result = SituateResult(chunk.chunk_id, outline, "outline", hit.flagged, None, True)
-                self.finish(document, result)
+            self.finish(document, result)
         if not pending:
             return
         later: Priority = (1, prefix.order)
@@ -229,24 +135,22 @@ class _Run:
             for chunk in pending:
                 group.create_task(self.situate_and_finish(prefix, chunk, later))
 
-    async def situate_and_finish(self, prefix: _Prefix, chunk: Chunk, priority: Priority) -> None:
+    async def situate_and_finish(self, prefix: Prefix, chunk: Chunk, priority: Priority) -> None:
         self.finish(prefix.document, await self.situate(prefix, chunk, priority))
 
-    # -- one chunk ---------------------------------------------------------------------------
-
-    async def situate(self, prefix: _Prefix, chunk: Chunk, priority: Priority) -> SituateResult:
-        document, doc_id = prefix.document, prefix.document.doc_id
+    async def situate(self, prefix: Prefix, chunk: Chunk, priority: Priority) -> SituateResult:
+        document = prefix.document
         request = SituateRequest(prefix.window.text, chunk.text, chunk.heading_path, prefix.cache)
+        outline = outline_context(document, chunk)
         verdict = None
         for round_ in range(2):  # a response that is not a context is retried once
             try:
                 completion = await self.send(prefix, request, chunk, priority)
-            except Exception as exc:
+            except Exception as exc:  # any failure: this chunk falls back, the run goes on
                 error = _describe(exc)
                 self.ledger.record_failure(chunk.chunk_id, error)
-                outline = outline_context(document, chunk)
                 return SituateResult(chunk.chunk_id, outline, "outline", f"failed: {error}", error)
-            self.ledger.record_usage(doc_id, completion.usage)
+            self.ledger.record_usage(document.doc_id, completion.usage)
             text = completion.text.strip()
             verdict = check_context(
                 text,
@@ -263,13 +167,12 @@ class _Run:
                 self.ledger.record_retry(chunk.chunk_id, f"{verdict.reason}: {verdict.detail}")
         assert verdict is not None
         self.ledger.record_flag(chunk.chunk_id, verdict.reason)
-        outline = outline_context(document, chunk)
-        if self.cache is not None:  # the same model and prompt would be rejected again: don't pay twice
+        if self.cache is not None:  # the same model and prompt would fail again: don't pay twice
             self.cache.put(self._key(document, chunk), outline, verdict.reason)
         return SituateResult(chunk.chunk_id, outline, "outline", verdict.reason, verdict.detail)
 
     async def send(
-        self, prefix: _Prefix, request: SituateRequest, chunk: Chunk, priority: Priority
+        self, prefix: Prefix, request: SituateRequest, chunk: Chunk, priority: Priority
     ) -> Completion:
         def before_sleep(state: RetryCallState) -> None:
             exc = state.outcome.exception() if state.outcome else None
@@ -286,20 +189,22 @@ class _Run:
         return await retrying(self.attempt, prefix, request, priority)
 
     def wait(self, state: RetryCallState) -> float:
+        jittered = wait_random_exponential(
+            multiplier=self.backoff.initial, max=self.backoff.maximum
+        )(state)
         exc = state.outcome.exception() if state.outcome else None
         floor = exc.retry_after if isinstance(exc, ProviderError) and exc.retry_after else 0.0
-        return max(float(self.backoff(state)), floor)
+        return max(float(jittered), floor)
 
     async def attempt(
-        self, prefix: _Prefix, request: SituateRequest, priority: Priority
+        self, prefix: Prefix, request: SituateRequest, priority: Priority
     ) -> Completion:
-        chunk_tokens = self.count_tokens(request.chunk) + PROMPT_OVERHEAD_TOKENS
-        reads_free = not self.limiter.limits.cache_reads_count
-        cached = id(prefix) in self.readable and reads_free
-        estimate = chunk_tokens if cached else chunk_tokens + prefix.tokens
+        estimate = self.count_tokens(request.chunk) + PROMPT_OVERHEAD_TOKENS
+        if id(prefix) not in self.readable or self.limiter.limits.cache_reads_count:
+            estimate += prefix.tokens
         await self.slots.acquire(priority)
         try:
-            ticket = await self.limiter.acquire(estimate, self.expected_output)
+            ticket = await self.limiter.acquire(estimate, min(self.max_context_tokens, 200))
             self.ledger.record_request(prefix.document.doc_id)
             try:
                 completion = await self.llm.situate(request)
@@ -316,30 +221,17 @@ class _Run:
         finally:
             self.slots.release()
 
-    # -- progress ----------------------------------------------------------------------------
-
     def finish(self, document: Document, result: SituateResult) -> None:
         self.results[result.chunk_id] = result
         self.progress.advance(PHASE)
         self.left[document.doc_id] -= 1
-        if self.left[document.doc_id] == 0:
-            self.documents_done += 1
-        now = time.monotonic()
-        if now - self.last_note >= NOTE_EVERY_SECONDS:
-            self.last_note = now
+        if time.monotonic() - self.last_note >= NOTE_EVERY_SECONDS:
             self.note()
 
     def note(self) -> None:
-        usage = self.ledger.usage
-        line = (
-            f"contexts: {self.documents_done}/{len(self.left)} documents, "
-            f"{len(self.results)} chunks, {self.ledger.requests} requests, "
-            f"cache reads {cache_read_share(usage):.0%} of prompt tokens"
-        )
-        dollars = self.ledger.dollars
-        if dollars is not None:
-            line += f", ${dollars:.4f}"
-        self.progress.note(line)
+        self.last_note = time.monotonic()
+        done = sum(1 for n in self.left.values() if n == 0)
+        self.progress.note(self.ledger.progress_line(done, len(self.left), len(self.results)))
 
 
 async def situate_documents(
@@ -366,28 +258,38 @@ async def situate_documents(
     size can be measured against `llm.min_cacheable_tokens`. The caller owns `llm`, `cache` and
     `ledger` (this writes the ledger to its path, if it has one, however the run ends).
     """
-    limiter = limits if isinstance(limits, RateLimiter) else RateLimiter(limits)
     run = _Run(
-        llm,
+        llm=llm,
         cache=cache,
-        limiter=limiter,
-        concurrency=concurrency,
+        limiter=limits if isinstance(limits, RateLimiter) else RateLimiter(limits),
+        slots=PrioritySlots(concurrency),
         ledger=ledger,
+        progress=progress or NullProgress(),
         prompt_version=prompt_version,
         count_tokens=count_tokens,
-        progress=progress or NullProgress(),
-        max_document_tokens=max_document_tokens,
         max_attempts=max_attempts,
         backoff=backoff or Backoff(),
-        render_document=render_document,
         max_context_tokens=max_context_tokens,
         sleep=sleep,
     )
     ledger.begin(llm.provider, llm.model, prompt_version)
     interrupted = True
     try:
-        prefixes = run.plan(documents)
-        run.progress.start(PHASE, sum(len(p.window.chunks) for p in prefixes))
+        prefixes = plan_prefixes(
+            documents,
+            max_tokens=max_document_tokens,
+            count_tokens=count_tokens,
+            render_document=render_document,
+            min_cacheable_tokens=llm.min_cacheable_tokens,
+        )
+        run.left = {document.doc_id: len(chunks) for document, chunks in documents}
+        for p in prefixes:
+            doc = p.document
+            chunks = len(p.window.chunks)
+            ledger.add_prefix(
+                doc.doc_id, doc.source, chunks=chunks, tokens=p.tokens, cached=p.cache
+            )
+        run.progress.start(PHASE, sum(run.left.values()))
         async with asyncio.TaskGroup() as group:
             for prefix in prefixes:
                 group.create_task(run.run_prefix(prefix))

@@ -2,20 +2,24 @@
 
 Every sender asks the limiter before each request (`acquire`, with the request's estimated input
 and output tokens) and tells it what was actually billed afterwards (`settle`), which refunds or
-charges the difference. Buckets hold `burst_seconds` worth of their rate, so a run starts
-sending at once but soon settles at the configured rate rather than bursting a whole minute's
-allowance into a server that counts by the second. A request larger than a bucket's capacity
+charges the difference. Buckets hold `burst_seconds` worth of their rate (default one second,
+as the providers describe their own buckets), so a run never bursts a minute's allowance into
+a server that refills by the second. A request larger than a bucket's capacity
 waits for a full bucket and leaves it in debt, so the average rate still holds.
 
 The limiter adapts to the server: a `retry-after` on an error pauses ALL senders until then
 (`pause`), and a response whose rate-limit headers say nothing is left (`...-remaining: 0`)
 pauses everyone until the matching `...-reset` (`observe`). Clock and sleep are injectable so
 tests run on a fake clock.
+
+`PrioritySlots` bounds the requests in flight and decides who goes next when a slot frees up.
 """
 
 from __future__ import annotations
 
 import asyncio
+import heapq
+import itertools
 import re
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -36,7 +40,7 @@ class RateLimits:
     requests_per_minute: float | None = None
     input_tokens_per_minute: float | None = None
     output_tokens_per_minute: float | None = None
-    burst_seconds: float = 6.0
+    burst_seconds: float = 1.0  # as the providers' buckets: at most a second's worth at once
     cache_reads_count: bool = False
     max_pause_seconds: float = 300.0  # a header asking for a longer pause is capped to this
 
@@ -205,3 +209,38 @@ class RateLimiter:
             seconds = reset_seconds(reset, self._wall()) if reset is not None else None
             if seconds is not None and seconds > 0:
                 self.pause(seconds)
+
+
+Priority = tuple[int, int]
+
+
+class PrioritySlots:
+    """A semaphore that admits the waiter with the lowest priority first (FIFO among equals)."""
+
+    def __init__(self, size: int) -> None:
+        if size < 1:
+            raise ValueError(f"concurrency must be at least 1, got {size}")
+        self._free = size
+        self._waiters: list[tuple[Priority, int, asyncio.Future[None]]] = []
+        self._seq = itertools.count()
+
+    async def acquire(self, priority: Priority) -> None:
+        if self._free > 0:  # free slots imply nobody waits: release() hands slots to waiters
+            self._free -= 1
+            return
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._waiters, (priority, next(self._seq), future))
+        try:
+            await future
+        except asyncio.CancelledError:
+            if future.done() and not future.cancelled():
+                self.release()  # handed a slot as we were cancelled: pass it on
+            raise
+
+    def release(self) -> None:
+        while self._waiters:
+            future = heapq.heappop(self._waiters)[2]
+            if not future.done():
+                future.set_result(None)
+                return
+        self._free += 1

@@ -2,13 +2,15 @@
 
 A document longer than the token budget cannot be sent whole. Each chunk is sent with a window:
 the document's outline (title, path, its heading trail as a list) followed by the block of the
-document that holds the chunk. Blocks are FIXED consecutive spans (cut at line boundaries, each
-at most the budget left after the outline), not sliding windows centred on each chunk, so every
-chunk of one block sends the same bytes: one cached prefix per block. The queue treats each
-block as its own document for the "first request writes the cache" rule.
+document that holds the chunk. Blocks are FIXED consecutive spans (cut at chunk starts, so no
+chunk straddles two blocks; each at most the budget left after the outline), not sliding windows
+centred on each chunk, so every chunk of one block sends the same bytes: one cached prefix per
+block. The queue treats each block as its own document for the "first request writes the cache"
+rule.
 
-Blocks depend only on the text, the budget and the token counter, so a rerun rebuilds the same
-windows and hits the same provider cache and the same response cache.
+Blocks depend only on the text, the chunks (deterministic for a given chunking recipe), the
+budget and the token counter, so a rerun rebuilds the same windows and hits the same provider
+cache and the same response cache.
 """
 
 from __future__ import annotations
@@ -38,37 +40,45 @@ class Window:
     chunks: tuple[Chunk, ...]
 
 
-def plan_blocks(text: str, budget: int, count_tokens: Callable[[str], int]) -> list[Block]:
-    """Cut `text` into consecutive spans of at most `budget` tokens, at line ends where possible."""
-    budget = max(1, budget)
-    pieces: list[tuple[int, int, int]] = []  # (start, end, tokens)
-    position = 0
-    for line in text.splitlines(keepends=True):
-        tokens = count_tokens(line)
-        if tokens <= budget:
-            pieces.append((position, position + len(line), tokens))
+def plan_blocks(
+    text: str, chunks: Sequence[Chunk], budget: int, count_tokens: Callable[[str], int]
+) -> list[tuple[Block, list[Chunk]]]:
+    """Cut `text` into consecutive blocks of at most `budget` tokens, each cut at a chunk's
+    start, so that every chunk lies wholly inside its block. Chunk k owns the text from its
+    start to the next chunk's start (the first also owns what precedes it, the last what
+    follows); a block extends past its cut only by its chunks' overlap into the next block."""
+    ordered = sorted(chunks, key=lambda c: (c.start, c.index))
+    if not ordered:
+        return []
+    cuts = [0, *(c.start for c in ordered[1:]), len(text)]
+    groups: list[list[int]] = []
+    used = 0
+    for k, chunk in enumerate(ordered):
+        cost = count_tokens(text[cuts[k] : cuts[k + 1]])
+        tail_end = max(chunk.end, cuts[k + 1])
+        tail = count_tokens(text[cuts[k + 1] : tail_end]) if tail_end > cuts[k + 1] else 0
+        if groups and used + cost + tail <= budget:
+            groups[-1].append(k)
+            used += cost
         else:
-            # A single line over budget (minified code, a huge table row): cut it by characters.
-            step = max(1, len(line) * budget // (tokens + 1))
-            for offset in range(0, len(line), step):
-                part = line[offset : offset + step]
-                pieces.append((position + offset, position + offset + len(part), count_tokens(part)))
-        position += len(line)
-    blocks: list[Block] = []
-    start, used = 0, 0
-    for piece_start, piece_end, tokens in pieces:
-        if used and used + tokens > budget:
-            blocks.append(Block(len(blocks), start, piece_start))
-            start, used = piece_start, 0
-        used += tokens
-        end = piece_end
-    if pieces:
-        blocks.append(Block(len(blocks), start, end))
+            groups.append([k])
+            used = cost
+    blocks: list[tuple[Block, list[Chunk]]] = []
+    for group in groups:
+        members = [ordered[k] for k in group]
+        start = cuts[group[0]]
+        end = max(cuts[group[-1] + 1], *(c.end for c in members))
+        size = count_tokens(text[start:end])
+        if size > budget:
+            # One chunk with more text than the budget: keep what fits, from its start.
+            end = start + max(1, (end - start) * budget // size)
+        blocks.append((Block(len(blocks), start, end), members))
     return blocks
 
 
-def outline_text(document: Document, chunks: Sequence[Chunk], budget: int,
-                 count_tokens: Callable[[str], int]) -> str:
+def outline_text(
+    document: Document, chunks: Sequence[Chunk], budget: int, count_tokens: Callable[[str], int]
+) -> str:
     """The document's title and path and its heading tree, cut to `budget` tokens."""
     lines = [f"Document: {document.title} ({document.source})", "Outline:"]
     used = count_tokens("\n".join(lines))
@@ -92,16 +102,6 @@ def outline_text(document: Document, chunks: Sequence[Chunk], budget: int,
     return "\n".join(lines)
 
 
-def _block_of(chunk: Chunk, blocks: Sequence[Block]) -> Block:
-    """The block that holds most of the chunk (the first one on a tie)."""
-    best, overlap = blocks[0], -1
-    for block in blocks:
-        shared = min(chunk.end, block.end) - max(chunk.start, block.start)
-        if shared > overlap:
-            best, overlap = block, shared
-    return best
-
-
 def windows(
     document: Document,
     chunks: Sequence[Chunk],
@@ -117,17 +117,52 @@ def windows(
     outline = outline_text(document, chunks, int(max_tokens * OUTLINE_SHARE), count_tokens)
     # Room for the outline and the framing line below.
     budget = max_tokens - count_tokens(outline) - 32
-    blocks = plan_blocks(document.text, max(budget, max_tokens // 2), count_tokens)
-    grouped: dict[int, list[Chunk]] = {}
-    for chunk in chunks:
-        grouped.setdefault(_block_of(chunk, blocks).index, []).append(chunk)
+    blocks = plan_blocks(document.text, chunks, max(budget, max_tokens // 2), count_tokens)
     result = []
-    for index in sorted(grouped):
-        block = blocks[index]
+    for block, members in blocks:
         frame = (
-            f"[Excerpt {index + 1} of {len(blocks)}, characters {block.start}-{block.end} "
+            f"[Excerpt {block.index + 1} of {len(blocks)}, characters {block.start}-{block.end} "
             "of a document too long to show whole]"
         )
         text = f"{outline}\n\n{frame}\n{document.text[block.start : block.end]}"
-        result.append(Window(text, block, tuple(grouped[index])))
+        result.append(Window(text, block, tuple(members)))
     return result
+
+
+@dataclass(frozen=True, eq=False)
+class Prefix:
+    """Chunks that share one cached prefix: a document, or one window block of it. `cache` is
+    False below the model's minimum cacheable size (the request then carries no marker)."""
+
+    document: Document
+    window: Window
+    tokens: int  # of the rendered prefix
+    cache: bool
+    order: int
+
+
+def plan_prefixes(
+    documents: Sequence[tuple[Document, Sequence[Chunk]]],
+    *,
+    max_tokens: int,
+    count_tokens: Callable[[str], int],
+    render_document: Callable[[str], str],
+    min_cacheable_tokens: int,
+) -> list[Prefix]:
+    """Every chunk's prefix, in corpus order; `render_document` gives the text the provider
+    caches, whose size decides the window and the cache marker."""
+    prefixes: list[Prefix] = []
+    for document, chunks in documents:
+        whole = count_tokens(render_document(document.text))
+        found = windows(
+            document,
+            chunks,
+            max_tokens=max_tokens,
+            count_tokens=count_tokens,
+            document_tokens=whole,
+        )
+        for window in found:
+            tokens = whole if window.block is None else count_tokens(render_document(window.text))
+            cache = tokens >= min_cacheable_tokens
+            prefixes.append(Prefix(document, window, tokens, cache, len(prefixes)))
+    return prefixes

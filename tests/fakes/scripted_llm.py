@@ -102,7 +102,10 @@ class ScriptedLLM:
             return queued.pop(0)
         if self.fault_rate and self._random.random() < self.fault_rate:
             return ProviderError(
-                "overloaded (injected)", retryable=True, retry_after=self.fault_retry_after, status=529
+                "overloaded (injected)",
+                retryable=True,
+                retry_after=self.fault_retry_after,
+                status=529,
             )
         return None
 
