@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+from dotenv import load_dotenv
 from rich.console import Console
 from rich.table import Table
 
@@ -50,6 +51,9 @@ class _Group(click.Group):
 def main() -> None:
     """ctxr: contextual-retrieval indexing and hybrid (dense + BM25) search."""
     _setup_logging()
+    # Provider keys and base URLs in ./.env reach the SDKs as if exported; real environment
+    # variables win over the file.
+    load_dotenv(dotenv_path=Path.cwd() / ".env", override=False)
 
 
 index_option = click.option(
@@ -77,13 +81,18 @@ def index_command(
     as_json: bool,
 ) -> None:
     """Index files and folders (Markdown, code, text) into a hybrid search index."""
+    from ctxr.enrich.contexts import resolve_context
     from ctxr.index.builder import build_index
     from ctxr.progress import NullProgress, Progress, RichProgress
 
     settings = load_settings(index_dir=index_dir, context=context, chunk_tokens=chunk_tokens)
-    if settings.context == "auto":
+    plan = resolve_context(settings)
+    if plan.kind == "llm":
+        logging.getLogger("ctxr").info(f"contexts written by {plan.provider} {plan.model}")
+    elif settings.context == "auto":
         logging.getLogger("ctxr").info(
-            "no LLM provider configured: chunks get outline contexts (title, path, headings)"
+            "no LLM provider configured (ANTHROPIC_API_KEY, OPENAI_API_KEY or their *_BASE_URL): "
+            "chunks get outline contexts (title, path, headings)"
         )
     bar: Progress = NullProgress() if as_json else RichProgress(err_console)
     if isinstance(bar, RichProgress):
@@ -97,6 +106,8 @@ def index_command(
         _print_index_summary(report)
     if strict and report.failed:
         sys.exit(1)
+    if report.contexts and report.contexts.get("failures"):
+        sys.exit(1)  # some chunks have outline contexts in place of failed LLM ones
 
 
 def _print_index_summary(report: Any) -> None:
@@ -108,6 +119,22 @@ def _print_index_summary(report: Any) -> None:
     table.add_row("chunks written", str(report.chunks_written))
     table.add_row("points in index", str(report.points_total))
     table.add_row("contexts", report.context_kind)
+    if report.contexts:
+        c = report.contexts
+        dollars = c.get("dollars")
+        table.add_row("LLM", f"{c['provider']} {c['model']}")
+        table.add_row(
+            "LLM requests",
+            f"{c['requests']} ({c['retries']} retries, {c['failures']} failed, "
+            f"{c['response_cache_hits']} answered from cache)",
+        )
+        table.add_row(
+            "LLM tokens",
+            f"{c['input_tokens']:,} in, {c['cache_write_tokens']:,} cache write, "
+            f"{c['cache_read_tokens']:,} cache read, {c['output_tokens']:,} out",
+        )
+        table.add_row("cache writes", f"{c['cache_writes']} for {c['documents']} documents")
+        table.add_row("cost", "unknown" if dollars is None else f"${dollars:.4f}")
     table.add_row("time", f"{report.seconds:.1f} s")
     err_console.print(table)
     if report.skipped:

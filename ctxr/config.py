@@ -33,6 +33,21 @@ class Settings(BaseSettings):
     cache_dir: Path | None = Field(None, description="embedding cache; default INDEX_DIR/cache")
     max_file_bytes: int = Field(20_000_000, ge=1, description="larger files are skipped")
     context: ContextMode = Field("auto", description="how each chunk is situated")
+    # LLM contexts (`context` llm, or auto with a provider key or base URL in the environment).
+    llm_provider: Literal["anthropic", "openai"] | None = Field(
+        None, description="context writer; default: detected from ANTHROPIC_*/OPENAI_* variables"
+    )
+    llm_model: str | None = Field(None, description="default claude-haiku-4-5 / gpt-4o-mini")
+    llm_concurrency: int = Field(8, ge=1, le=256, description="LLM requests in flight")
+    llm_requests_per_minute: float | None = Field(None, gt=0)
+    llm_input_tokens_per_minute: float | None = Field(None, gt=0)
+    llm_output_tokens_per_minute: float | None = Field(None, gt=0)
+    llm_timeout: float = Field(60.0, gt=0, description="seconds per LLM request")
+    llm_max_output_tokens: int = Field(200, ge=16, le=4096)
+    max_document_tokens: int = Field(
+        100_000, ge=1000, description="longer documents are sent to the LLM in windows"
+    )
+    prices_file: Path | None = Field(None, description="JSON that adds or overrides model prices")
     embed_batch_size: int = Field(32, ge=1, le=1024)
     embed_threads: int | None = Field(None, ge=1, description="onnxruntime threads")
     bm25_k1: float = Field(1.2, gt=0)

@@ -17,10 +17,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ctxr.config import Settings
+from ctxr.enrich.contexts import ContextPlan, resolve_context, situate_all
 from ctxr.enrich.load import Skipped, load_document, walk
-from ctxr.enrich.outline import OUTLINE_VERSION, situate
 from ctxr.enrich.split import split_document
-from ctxr.errors import ConfigError, LoadError
+from ctxr.errors import LoadError
 from ctxr.index import components
 from ctxr.index.analyzer import Bm25Analyzer
 from ctxr.index.edge_store import EdgeStore
@@ -28,27 +28,18 @@ from ctxr.index.embed import Embedder
 from ctxr.index.manifest import MANIFEST_NAME, Manifest
 from ctxr.index.writer import IndexReport, Prepared, write
 from ctxr.progress import NullProgress, Progress
-from ctxr.types import Chunk, ContextKind, Document
+from ctxr.types import Chunk, Document
 
 
-def resolve_context_mode(settings: Settings) -> ContextKind:
-    if settings.context == "llm":
-        raise ConfigError(
-            "CTXR_CONTEXT=llm needs an LLM provider, which this version of ctxr does not have "
-            "yet; use --context outline (the default) or --context none"
-        )
-    return "outline" if settings.context == "auto" else settings.context
-
-
-def _recipe(settings: Settings, context_kind: ContextKind, chunker_name: str) -> str:
+def _recipe(settings: Settings, plan: ContextPlan, chunker_name: str) -> str:
     """Hash of everything that shapes a document's chunks and contexts."""
     shape = {
         "chunker": chunker_name,
         "chunk_tokens": settings.chunk_tokens,
         "chunk_overlap": settings.chunk_overlap,
         "encoding": settings.encoding,
-        "context": context_kind,
-        "prompt": OUTLINE_VERSION if context_kind == "outline" else "",
+        "context": plan.kind,
+        "prompt": plan.version,
     }
     return hashlib.sha256(json.dumps(shape, sort_keys=True).encode()).hexdigest()[:16]
 
@@ -145,14 +136,14 @@ def _run(
 ) -> IndexReport:
     started = time.perf_counter()
     progress = progress or NullProgress()
-    context_kind = resolve_context_mode(settings)
+    plan = resolve_context(settings)
     embedder = embedder or components.make_embedder(settings, cached=True)
     analyzer = components.make_analyzer(settings)
     index_dir = Path(settings.index_dir)
-    report = IndexReport(index_dir=str(index_dir), context_kind=context_kind)
+    report = IndexReport(index_dir=str(index_dir), context_kind=plan.kind)
     manifest, store = open_or_create(index_dir, settings, embedder, analyzer, rebuild)
     try:
-        recipe = _recipe(settings, context_kind, chunker_name)
+        recipe = _recipe(settings, plan, chunker_name)
         todo = collect(manifest, store, recipe, report, progress)
         if chunker is None:
             chunker = functools.partial(
@@ -161,7 +152,7 @@ def _run(
                 overlap_tokens=settings.chunk_overlap,
                 encoding=settings.encoding,
             )
-        prepared = _prepare(todo, chunker, context_kind, analyzer, progress)
+        prepared = _prepare(todo, chunker, plan, settings, analyzer, report, progress)
         write(prepared, manifest, store, embedder, settings, recipe, report, progress)
         store.flush()
         report.points_total = store.count()
@@ -229,16 +220,29 @@ def _prune(
 def _prepare(
     documents: list[Document],
     chunker: Chunker,
-    context_kind: ContextKind,
+    plan: ContextPlan,
+    settings: Settings,
     analyzer: Bm25Analyzer,
+    report: IndexReport,
     progress: Progress,
 ) -> list[Prepared]:
-    prepared: list[Prepared] = []
     progress.start("chunks", len(documents))
+    pairs = []
     for document in documents:
-        chunks = chunker(document)
-        situated = situate(document, chunks, context_kind)
-        terms = [analyzer.terms(c.indexed_text()) for c in situated]
-        prepared.append(Prepared(document, situated, terms))
+        pairs.append((document, chunker(document)))
         progress.advance("chunks")
+    index_dir = Path(settings.index_dir)
+    run = situate_all(pairs, settings, plan, index_dir, components.cache_dir(settings), progress)
+    report.contexts = run.ledger
+    prepared: list[Prepared] = []
+    for document, _ in pairs:
+        situated = run.situated[document.doc_id]
+        terms = [analyzer.terms(c.indexed_text()) for c in situated]
+        incomplete = document.doc_id in run.incomplete
+        prepared.append(Prepared(document, situated, terms, incomplete))
+    if run.incomplete:
+        report.notices.append(
+            f"{len(run.incomplete)} documents have chunks whose LLM context failed (outline "
+            "contexts used); the next run asks again for those chunks only"
+        )
     return prepared

@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ctxr.config import Settings
+from ctxr.enrich.contexts import fit_context
 from ctxr.enrich.load import Skipped
 from ctxr.index import components
 from ctxr.index.bm25 import Bm25Params, document_vector
@@ -38,6 +39,7 @@ class IndexReport:
     skipped: list[Skipped] = field(default_factory=list)
     failed: list[tuple[str, str]] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
+    contexts: dict[str, object] | None = None  # the LLM ledger's summary, when one ran
     seconds: float = 0.0
 
     def to_json(self) -> dict[str, object]:
@@ -52,6 +54,9 @@ class Prepared:
     document: Document
     chunks: list[ContextualChunk]
     terms: list[list[str]]
+    # Some chunks fell back to outline contexts after LLM failures: the document is written
+    # but recorded with a recipe that makes the next run redo it (answered chunks are free).
+    incomplete: bool = False
 
 
 def write(
@@ -101,9 +106,14 @@ def _write_batch(
     recipe: str,
     report: IndexReport,
 ) -> None:
-    texts = [c.indexed_text() for p in batch for c in p.chunks]
-    vectors = embedder.embed(texts)
+    # BM25 reads the whole context; the embedder reads only max_tokens, so there a long
+    # context is trimmed at a sentence boundary rather than pushing the chunk's tail out.
     count_tokens = getattr(embedder, "count_tokens", None)
+    to_embed = [c for p in batch for c in p.chunks]
+    if callable(count_tokens):
+        to_embed = [fit_context(c, count_tokens, embedder.max_tokens) for c in to_embed]
+    texts = [c.indexed_text() for c in to_embed]
+    vectors = embedder.embed(texts)
     if callable(count_tokens):
         report.chunks_truncated += sum(count_tokens(t) > embedder.max_tokens for t in texts)
     points: list[StoredPoint] = []
@@ -127,7 +137,7 @@ def _write_batch(
         manifest.documents[item.document.doc_id] = DocumentEntry(
             source=item.document.source,
             sha256=item.document.sha256,
-            recipe=recipe,
+            recipe=recipe + "+incomplete" if item.incomplete else recipe,
             chunks=len(item.chunks),
             terms=sum(len(t) for t in item.terms),
             context_kind=item.chunks[0].context_kind if item.chunks else "none",

@@ -1,0 +1,137 @@
+"""Indexing with LLM contexts, end to end: the real Anthropic SDK against the loopback fake
+server, through `build_index` and the CLI (`--context auto` detects the provider)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from fakes.hash_embedder import HashEmbedder
+from fakes.llm_server import FakeLLMServer
+
+from ctxr.cli import main
+from ctxr.config import load_settings
+from ctxr.index.builder import build_index
+from ctxr.index.writer import IndexReport
+
+# Sonnet caches prefixes from 1,024 tokens on; each long document is about 1,500. Its price
+# comes from a user prices file, which also exercises CTXR_PRICES_FILE.
+MODEL = "claude-sonnet-4-6"
+PRICE = {"input": 3.0, "cache_write": 3.75, "cache_read": 0.3, "output": 15.0}
+TOPICS = ("glaciers", "volcanoes", "tides")
+
+
+def _corpus(root: Path) -> Path:
+    root.mkdir()
+    for topic in TOPICS:
+        sections = [
+            f"## {topic.title()} part {i}\n\n"
+            + " ".join(
+                f"Fact {i}.{j} about {topic}: measurement {i * 31 + j} holds." for j in range(12)
+            )
+            for i in range(12)
+        ]
+        (root / f"{topic}.md").write_text(f"# All about {topic}\n\n" + "\n\n".join(sections))
+    (root / "short.txt").write_text(
+        "A short note about nothing in particular, far below the minimum."
+    )
+    return root
+
+
+def _index(tmp_path: Path, server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> IndexReport:
+    for name, value in server.env().items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("CTXR_LLM_MODEL", MODEL)
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"models": {MODEL: {"provider": "anthropic", **PRICE}}}))
+    monkeypatch.setenv("CTXR_PRICES_FILE", str(prices))
+    settings = load_settings(index_dir=tmp_path / "idx", chunk_tokens=120)
+    corpus = tmp_path / "corpus"
+    if not corpus.exists():
+        _corpus(corpus)
+    return build_index([corpus], settings, embedder=HashEmbedder())
+
+
+def test_one_cache_write_per_document_and_reruns_cost_nothing(
+    tmp_path: Path, fake_llm_factory: Callable[..., FakeLLMServer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server = fake_llm_factory(latency=0.02)
+    report = _index(tmp_path, server, monkeypatch)
+    assert report.context_kind == "llm"
+    summary = report.contexts
+    assert summary is not None
+    chunks = report.chunks_written
+    assert summary["requests"] == chunks == server.count("messages", 200)
+    # The physical minimum: every long document's prefix written exactly once, all else read.
+    writes = server.cache_writes_by_prefix()
+    assert sorted(writes.values()) == [1, 1, 1]
+    assert summary["cache_writes"] == 3 and summary["uncached_documents"] == 1
+    assert summary["cache_read_tokens"] > 10 * summary["cache_write_tokens"] / 3 > 0
+    short = [r for r in server.requests if "far below the minimum" in json.dumps(r.body)]
+    assert len(short) == 1 and "cache_control" not in json.dumps(short[0].body)
+    assert summary["failures"] == 0
+    usage = [summary[k] for k in ("input_tokens", "cache_write_tokens", "cache_read_tokens")]
+    expected = sum(n * p for n, p in zip(usage, (3.0, 3.75, 0.3), strict=True))
+    expected += summary["output_tokens"] * 15.0
+    assert summary["dollars"] == pytest.approx(expected / 1e6)
+
+    before = len(server.requests)
+    again = _index(tmp_path, server, monkeypatch)
+    assert again.documents_unchanged == 4 and len(server.requests) == before
+
+    rebuilt = build_index(
+        [tmp_path / "corpus"],
+        load_settings(index_dir=tmp_path / "idx", chunk_tokens=120),
+        rebuild=True,
+        embedder=HashEmbedder(),
+    )
+    assert rebuilt.chunks_written == chunks and len(server.requests) == before  # response cache
+    assert rebuilt.contexts is not None and rebuilt.contexts["response_cache_hits"] == chunks
+
+
+def test_faults_lose_no_chunk(
+    tmp_path: Path, fake_llm_factory: Callable[..., FakeLLMServer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server = fake_llm_factory(
+        fault_rate=0.1, fault_kinds=("429", "529", "500", "drop"), retry_after_s=0.05, seed=7
+    )
+    report = _index(tmp_path, server, monkeypatch)
+    summary = report.contexts
+    assert summary is not None
+    faults = sum(1 for r in server.requests if r.fault)
+    assert faults > 0 and summary["retries"] >= faults
+    assert summary["failures"] == 0 and summary["flagged"] == 0
+    assert report.chunks_written == server.count("messages", 200)
+
+
+def test_cli_reports_the_llm_run(
+    tmp_path: Path, fake_llm_factory: Callable[..., FakeLLMServer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server = fake_llm_factory()
+    for name, value in server.env().items():
+        monkeypatch.setenv(name, value)
+    corpus = _corpus(tmp_path / "corpus")
+    args = ["index", str(corpus), "--index", str(tmp_path / "idx"), "--json"]
+    result = CliRunner().invoke(main, [*args, "--chunk-tokens", "120"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["context_kind"] == "llm"
+    assert report["contexts"]["model"] == "claude-haiku-4-5"  # the default model
+    # Haiku 4.5 caches from 4,096 tokens: these documents are sent without a marker.
+    assert report["contexts"]["uncached_documents"] == 4 and server.cache_writes_by_prefix() == {}
+    ledgers = list((tmp_path / "idx").rglob("*.json"))
+    assert any("ledger" in str(p) for p in ledgers)
+    hits = CliRunner().invoke(
+        main, ["search", "volcanoes measurement", "--index", str(tmp_path / "idx"), "--json"]
+    )
+    assert hits.exit_code == 0, hits.output
+    assert json.loads(hits.stdout)[0]["context"].startswith("This chunk is from")
+
+
+def test_context_llm_without_a_provider_says_how_to_configure_one(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["index", str(tmp_path), "--context", "llm"])
+    assert result.exit_code == 2
+    assert "ANTHROPIC_API_KEY" in result.output and "--context outline" in result.output
