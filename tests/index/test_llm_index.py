@@ -59,7 +59,9 @@ def test_one_cache_write_per_document_and_reruns_cost_nothing(
     tmp_path: Path, fake_llm_factory: Callable[..., FakeLLMServer], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     server = fake_llm_factory(latency=0.02)
+    monkeypatch.setenv("CTXR_LLM_CONCURRENCY", "32")
     report = _index(tmp_path, server, monkeypatch)
+    assert server.peak_in_flight > 8  # chunks of several documents really were in flight
     assert report.context_kind == "llm"
     summary = report.contexts
     assert summary is not None
