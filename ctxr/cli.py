@@ -218,8 +218,8 @@ def _print_hits(query: str, hits: list[Hit]) -> None:
         return
     table = Table(title=f"{len(hits)} hits for {query!r}", show_lines=True)
     table.add_column("#", justify="right")
-    table.add_column("source / section")
-    table.add_column("snippet")
+    table.add_column("source / section", overflow="fold", ratio=2)
+    table.add_column("snippet", ratio=3)
     table.add_column("score (dense, bm25 ranks)")
     for hit in hits:
         where = hit.source + (("\n" + " > ".join(hit.heading_path)) if hit.heading_path else "")

@@ -91,8 +91,9 @@ def write(
         progress.advance("embeddings", sum(len(p.chunks) for p in batch))
     if report.chunks_truncated:
         report.notices.append(
-            f"{report.chunks_truncated} chunks exceed the embedder's {embedder.max_tokens}-token "
-            "input; their tails are found by BM25 only. Lower CTXR_CHUNK_TOKENS to avoid this."
+            f"{report.chunks_truncated} of {report.chunks_written} chunks exceed the embedder's "
+            f"{embedder.max_tokens}-token input; their tails are found by BM25 only. "
+            "Lower CTXR_CHUNK_TOKENS to avoid this."
         )
 
 
