@@ -9,6 +9,8 @@ The Python API, a thin layer over the same code the CLI runs::
 
     with ctxr.open_index(".ctxr") as service:      # open once, query many times
         hits = service.search("THUMB_CACHE_MAX", mode="bm25")
+
+    cost = ctxr.estimate(["docs/"], models=["claude-haiku-4-5", "gpt-4o-mini"])  # no model called
 """
 
 from __future__ import annotations
@@ -18,11 +20,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the heavy parts load on first use, so `import ctxr` stays cheap
+    from ctxr.enrich.estimate_report import Estimate
     from ctxr.index.writer import IndexReport
     from ctxr.retrieve.service import SearchService
     from ctxr.types import Hit
 
-__all__ = ["index", "open_index", "search"]
+__all__ = ["estimate", "index", "open_index", "search"]
 __version__ = "0.1.0"
 
 
@@ -59,3 +62,26 @@ def search(
     """One search against an index (opens and closes it; use `open_index` for many)."""
     with open_index(index_dir, **settings) as service:
         return service.search(query, k=k, mode=mode)
+
+
+def estimate(
+    paths: Sequence[str | Path],
+    index_dir: str | Path | None = None,
+    *,
+    models: Sequence[str] | None = None,
+    output_tokens: int | None = None,
+    exact: bool = False,
+    **settings: Any,
+) -> Estimate:
+    """What indexing `paths` with LLM contexts would cost, per model; calls no model and
+    writes nothing. `.to_json()` gives the same report as `ctxr estimate --json`."""
+    from ctxr.config import load_settings
+    from ctxr.enrich.estimate import estimate_paths
+
+    return estimate_paths(
+        paths,
+        load_settings(index_dir=index_dir, **settings),
+        models=models,
+        output_tokens=output_tokens,
+        exact=exact,
+    )

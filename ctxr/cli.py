@@ -70,6 +70,7 @@ index_option = click.option(
 @click.option("--chunk-tokens", type=int, default=None, help="chunk budget in tokens")
 @click.option("--strict", is_flag=True, help="exit 1 if any file could not be loaded")
 @click.option("--json", "as_json", is_flag=True, help="print the report as JSON")
+@click.option("--dry-run", is_flag=True, help="only estimate the cost; write nothing")
 def index_command(
     paths: tuple[Path, ...],
     index_dir: Path | None,
@@ -79,6 +80,7 @@ def index_command(
     chunk_tokens: int | None,
     strict: bool,
     as_json: bool,
+    dry_run: bool,
 ) -> None:
     """Index files and folders (Markdown, code, text) into a hybrid search index."""
     from ctxr.enrich.contexts import resolve_context
@@ -87,13 +89,20 @@ def index_command(
 
     settings = load_settings(index_dir=index_dir, context=context, chunk_tokens=chunk_tokens)
     plan = resolve_context(settings)
-    if plan.kind == "llm":
+    if plan.kind == "llm" and not dry_run:
         logging.getLogger("ctxr").info(f"contexts written by {plan.provider} {plan.model}")
     elif settings.context == "auto":
         logging.getLogger("ctxr").info(
             "no LLM provider configured (ANTHROPIC_API_KEY, OPENAI_API_KEY or their *_BASE_URL): "
             "chunks get outline contexts (title, path, headings)"
         )
+    if dry_run:
+        from ctxr.enrich.estimate import estimate_paths
+
+        models = [plan.model] if plan.kind == "llm" and plan.model else []
+        result = estimate_paths(paths, settings, models=models, ignore_manifest=rebuild)
+        _print_estimate(result, as_json)
+        return
     bar: Progress = NullProgress() if as_json else RichProgress(err_console)
     if isinstance(bar, RichProgress):
         with bar:
@@ -147,6 +156,43 @@ def _print_index_summary(report: Any) -> None:
         err_console.print(f"[yellow]not indexed:[/] {path}: {reason}", highlight=False)
     for notice in report.notices:
         err_console.print(f"[yellow]note:[/] {notice}", highlight=False)
+
+
+@main.command("estimate")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@index_option
+@click.option("--model", "models", multiple=True, help="model to price; repeat to compare")
+@click.option("--output-tokens", type=click.IntRange(min=0), default=None,
+              help="assumed output tokens per context [100]")  # fmt: skip
+@click.option("--chunk-tokens", type=int, default=None, help="chunk budget in tokens")
+@click.option("--exact", is_flag=True, help="count Claude tokens with Anthropic's count_tokens")
+@click.option("--json", "as_json", is_flag=True, help="print the estimate as JSON")
+def estimate_command(
+    paths: tuple[Path, ...],
+    index_dir: Path | None,
+    models: tuple[str, ...],
+    output_tokens: int | None,
+    chunk_tokens: int | None,
+    exact: bool,
+    as_json: bool,
+) -> None:
+    """Estimate what indexing PATHS with LLM contexts would cost; calls no model."""
+    from ctxr.enrich.estimate import estimate_paths
+
+    settings = load_settings(index_dir=index_dir, chunk_tokens=chunk_tokens)
+    result = estimate_paths(
+        paths, settings, models=models or None, output_tokens=output_tokens, exact=exact
+    )
+    _print_estimate(result, as_json)
+
+
+def _print_estimate(result: Any, as_json: bool) -> None:
+    from ctxr.enrich.estimate_report import render
+
+    if as_json:
+        click.echo(json.dumps(result.to_json(), indent=2))
+    else:
+        render(result, out_console)
 
 
 @main.command("search")

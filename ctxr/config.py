@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from ctxr.errors import ConfigError
@@ -57,6 +57,18 @@ class Settings(BaseSettings):
     rrf_k: int = Field(60, ge=0, description="reciprocal rank fusion constant")
     candidates: int = Field(50, ge=1, le=10_000, description="top-N per retriever before fusion")
     hnsw_ef: int = Field(128, ge=1, description="HNSW search breadth once the index is built")
+    # A Qdrant server or cluster instead of the embedded shard; same schema, local manifest.
+    qdrant_url: str | None = Field(None, description="e.g. http://localhost:6333; unset = embedded")
+    qdrant_api_key: SecretStr | None = Field(None, description="the server's API key, if any")
+    qdrant_collection: str = Field("ctxr", min_length=1, description="collection on the server")
+    qdrant_shards: int = Field(1, ge=1, description="shard_number when ctxr creates the collection")
+    qdrant_replicas: int = Field(1, ge=1, description="replication_factor on creation")
+
+    @field_validator("qdrant_url", "qdrant_api_key", mode="before")
+    @classmethod
+    def _blank_is_unset(cls, value: Any) -> Any:
+        # `CTXR_QDRANT_URL=` in a .env means "not set", not "a server at ''".
+        return None if isinstance(value, str) and not value.strip() else value
 
 
 def load_settings(**overrides: Any) -> Settings:

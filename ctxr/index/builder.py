@@ -23,15 +23,25 @@ from ctxr.enrich.split import split_document
 from ctxr.errors import LoadError
 from ctxr.index import components
 from ctxr.index.analyzer import Bm25Analyzer
-from ctxr.index.edge_store import EdgeStore
 from ctxr.index.embed import Embedder
 from ctxr.index.manifest import MANIFEST_NAME, Manifest
+from ctxr.index.store import Store
 from ctxr.index.writer import IndexReport, Prepared, write
 from ctxr.progress import NullProgress, Progress
 from ctxr.types import Chunk, Document
 
 
-def _recipe(settings: Settings, plan: ContextPlan, chunker_name: str) -> str:
+def default_chunker(settings: Settings) -> Chunker:
+    """ctxr's splitter with the run's settings: what `build_index` chunks files with."""
+    return functools.partial(
+        split_document,
+        max_tokens=settings.chunk_tokens,
+        overlap_tokens=settings.chunk_overlap,
+        encoding=settings.encoding,
+    )
+
+
+def document_recipe(settings: Settings, plan: ContextPlan, chunker_name: str) -> str:
     """Hash of everything that shapes a document's chunks and contexts."""
     shape = {
         "chunker": chunker_name,
@@ -46,21 +56,21 @@ def _recipe(settings: Settings, plan: ContextPlan, chunker_name: str) -> str:
 
 def open_or_create(
     index_dir: Path, settings: Settings, embedder: Embedder, analyzer: Bm25Analyzer, rebuild: bool
-) -> tuple[Manifest, EdgeStore]:
+) -> tuple[Manifest, Store]:
     wanted = components.index_settings(settings, embedder, analyzer)
     shard = components.shard_path(index_dir)
     if rebuild:
         # Only what this index owns; the embedding cache survives, so a rebuild re-embeds nothing.
-        shutil.rmtree(shard, ignore_errors=True)
+        components.drop_store(settings, index_dir)  # the shard dir, or the server's collection
         (index_dir / MANIFEST_NAME).unlink(missing_ok=True)
     if (index_dir / MANIFEST_NAME).exists():
         manifest = Manifest.load(index_dir)
         manifest.check_compatible(wanted, index_dir)
-        return manifest, EdgeStore.open(shard, settings.hnsw_ef)
+        return manifest, components.open_store(settings, index_dir, manifest.settings.dim)
     # No manifest: a new index, or a shard orphaned by a run that died before writing its
     # manifest. Nothing in an orphan is recorded as indexed, so it is recreated, not trusted.
     shutil.rmtree(shard, ignore_errors=True)
-    store = EdgeStore.create(shard, embedder.dim, settings.hnsw_ef)
+    store = components.create_store(settings, index_dir, embedder.dim)
     manifest = Manifest(settings=wanted)
     manifest.save(index_dir)
     return manifest, store
@@ -68,7 +78,7 @@ def open_or_create(
 
 Chunker = Callable[[Document], list[Chunk]]
 # Collects the documents to (re)index, given the open manifest and store.
-Collector = Callable[[Manifest, EdgeStore, str, IndexReport, Progress], list[Document]]
+Collector = Callable[[Manifest, Store, str, IndexReport, Progress], list[Document]]
 
 
 def build_index(
@@ -83,7 +93,7 @@ def build_index(
     """Index files and folders: new and changed documents are written, the rest skipped."""
 
     def collect(
-        manifest: Manifest, store: EdgeStore, recipe: str, report: IndexReport, bar: Progress
+        manifest: Manifest, store: Store, recipe: str, report: IndexReport, bar: Progress
     ) -> list[Document]:
         todo = _load_changed(paths, settings, manifest, recipe, report, bar)
         if prune:
@@ -110,13 +120,12 @@ def index_documents(
     """
 
     def collect(
-        manifest: Manifest, store: EdgeStore, recipe: str, report: IndexReport, bar: Progress
+        manifest: Manifest, store: Store, recipe: str, report: IndexReport, bar: Progress
     ) -> list[Document]:
         report.files_seen = len(documents)
         todo = []
         for document in documents:
-            entry = manifest.documents.get(document.doc_id)
-            if entry and entry.sha256 == document.sha256 and entry.recipe == recipe:
+            if manifest.is_current(document.doc_id, document.sha256, recipe):
                 report.documents_unchanged += 1
             else:
                 todo.append(document)
@@ -143,16 +152,11 @@ def _run(
     report = IndexReport(index_dir=str(index_dir), context_kind=plan.kind)
     manifest, store = open_or_create(index_dir, settings, embedder, analyzer, rebuild)
     try:
-        recipe = _recipe(settings, plan, chunker_name)
+        recipe = document_recipe(settings, plan, chunker_name)
         todo = collect(manifest, store, recipe, report, progress)
-        if chunker is None:
-            chunker = functools.partial(
-                split_document,
-                max_tokens=settings.chunk_tokens,
-                overlap_tokens=settings.chunk_overlap,
-                encoding=settings.encoding,
-            )
-        prepared = _prepare(todo, chunker, plan, settings, analyzer, report, progress)
+        prepared = _prepare(
+            todo, chunker or default_chunker(settings), plan, settings, analyzer, report, progress
+        )
         write(prepared, manifest, store, embedder, settings, recipe, report, progress)
         store.flush()
         report.points_total = store.count()
@@ -187,8 +191,7 @@ def _load_changed(
             report.failed.append((exc.path, exc.reason))
             progress.note(f"skipped {exc}")
             continue
-        entry = manifest.documents.get(document.doc_id)
-        if entry and entry.sha256 == document.sha256 and entry.recipe == recipe:
+        if manifest.is_current(document.doc_id, document.sha256, recipe):
             report.documents_unchanged += 1
         else:
             todo.append(document)
@@ -198,7 +201,7 @@ def _load_changed(
 def _prune(
     paths: Sequence[str | Path],
     manifest: Manifest,
-    store: EdgeStore,
+    store: Store,
     report: IndexReport,
     index_dir: Path,
 ) -> None:

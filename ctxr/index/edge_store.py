@@ -15,10 +15,13 @@ import qdrant_edge as qe
 
 from ctxr.errors import IndexError_
 from ctxr.index.bm25 import SparseTerms
-from ctxr.index.store import DENSE_VECTOR, SPARSE_VECTOR, ScoredRecord, StoredPoint
-
-# Payload fields we filter on get an index, so deleting a document's points stays cheap.
-KEYWORD_FIELDS = ("doc_id", "source")
+from ctxr.index.store import (
+    DENSE_VECTOR,
+    KEYWORD_FIELDS,
+    SPARSE_VECTOR,
+    ScoredRecord,
+    StoredPoint,
+)
 
 
 class EdgeStore:

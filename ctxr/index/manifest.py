@@ -66,6 +66,11 @@ class Manifest:
         chunks = self.chunk_count
         return sum(d.terms for d in self.documents.values()) / chunks if chunks else 0.0
 
+    def is_current(self, doc_id: str, sha256: str, recipe: str) -> bool:
+        """Whether a document is indexed with this content and this recipe (nothing to do)."""
+        entry = self.documents.get(doc_id)
+        return entry is not None and entry.sha256 == sha256 and entry.recipe == recipe
+
     def check_compatible(self, wanted: IndexSettings, index_dir: Path) -> None:
         problems = self.settings.mismatches(wanted)
         if problems:

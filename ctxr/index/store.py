@@ -1,7 +1,10 @@
 """The store protocol: one point per chunk, a named dense vector and a BM25 sparse vector.
 
-Backends (the embedded `EdgeStore`; a Qdrant server later) share this schema, so the indexer
-and the retriever never know which one they talk to.
+Backends (the embedded `EdgeStore`, `QdrantServerStore` for a Qdrant server or cluster) share
+this schema, so the indexer and the retriever never know which one they talk to;
+`ctxr.index.components` picks one from the settings. `optimize()` returns whether it built an
+index (a server builds its own, so there it is a no-op returning False); `flush()` makes
+written points durable before the manifest records them.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ from ctxr.index.bm25 import SparseTerms
 
 DENSE_VECTOR = "dense"
 SPARSE_VECTOR = "bm25"
+# Payload fields we filter on get a keyword index, so deleting a document's points stays cheap.
+KEYWORD_FIELDS = ("doc_id", "source")
 
 
 @dataclass(frozen=True, slots=True)

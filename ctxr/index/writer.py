@@ -15,10 +15,9 @@ from ctxr.enrich.contexts import fit_context
 from ctxr.enrich.load import Skipped
 from ctxr.index import components
 from ctxr.index.bm25 import Bm25Params, document_vector
-from ctxr.index.edge_store import EdgeStore
 from ctxr.index.embed import Embedder
 from ctxr.index.manifest import DocumentEntry, Manifest
-from ctxr.index.store import StoredPoint
+from ctxr.index.store import Store, StoredPoint
 from ctxr.progress import Progress
 from ctxr.types import ContextualChunk, Document
 
@@ -62,7 +61,7 @@ class Prepared:
 def write(
     prepared: list[Prepared],
     manifest: Manifest,
-    store: EdgeStore,
+    store: Store,
     embedder: Embedder,
     settings: Settings,
     recipe: str,
@@ -100,7 +99,7 @@ def write(
 def _write_batch(
     batch: list[Prepared],
     manifest: Manifest,
-    store: EdgeStore,
+    store: Store,
     embedder: Embedder,
     avg_len: float,
     params: Bm25Params,

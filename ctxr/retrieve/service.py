@@ -17,7 +17,6 @@ from ctxr.config import FusionMethod, SearchMode, Settings
 from ctxr.errors import ConfigError
 from ctxr.index import components
 from ctxr.index.bm25 import query_vector
-from ctxr.index.edge_store import EdgeStore
 from ctxr.index.embed import Embedder
 from ctxr.index.manifest import Manifest
 from ctxr.index.store import ScoredRecord
@@ -41,7 +40,7 @@ class SearchService:
         self._embedder = embedder
         self._analyzer = components.make_analyzer(settings)
         self._check_compatible()
-        self._store = EdgeStore.open(components.shard_path(self.index_dir), settings.hnsw_ef)
+        self._store = components.open_store(settings, self.index_dir, self.manifest.settings.dim)
 
     def _check_compatible(self) -> None:
         # The embedder is loaded lazily (a BM25-only search never pays for it), but its identity

@@ -1,8 +1,10 @@
 """LLM providers behind the `LLM` protocol, the choice between them, and what they share.
 
-The SDKs are imported only when a provider is made (`make_llm`), so the estimate and the outline
-mode never pay for importing them. Both providers map their SDK's errors onto `ProviderError`
-with the helpers here, so "retryable" means the same thing whichever provider failed.
+The SDKs are imported only when a provider is made (`make_llm`), so outline runs and searches
+never pay for importing them (the estimate makes providers, without sending anything, to
+render exactly the request bodies a run would send). Both providers map their SDK's errors
+onto `ProviderError` with the helpers here, so "retryable" means the same thing whichever
+provider failed.
 """
 
 from __future__ import annotations

@@ -1,0 +1,252 @@
+"""The cost estimate against real runs on the loopback fake server: the estimate is made first,
+then `build_index` runs with LLM contexts, and the estimate must match what the server billed."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from fakes.hash_embedder import HashEmbedder
+from fakes.llm_server import FakeLLMServer
+
+from ctxr.cli import main
+from ctxr.config import Settings, load_settings
+from ctxr.enrich.estimate import estimate_paths
+from ctxr.enrich.estimate_report import ModelEstimate
+from ctxr.enrich.estimate_tokens import message_texts, openai_cached
+from ctxr.enrich.llm import SituateRequest, Usage
+from ctxr.enrich.pricing import load_prices
+from ctxr.enrich.prompt import document_part
+from ctxr.enrich.providers import make_llm
+from ctxr.enrich.tokens import count_tokens
+from ctxr.errors import ConfigError
+from ctxr.index.builder import build_index
+
+TOPICS = ("glaciers", "volcanoes", "tides")
+# Every context the fake answers is this sentence, so output tokens are known exactly.
+CONTEXT = "This passage belongs to a note on natural phenomena and lists measured facts."
+SONNET = "claude-sonnet-4-6"  # caches from 1,024 tokens; priced through CTXR_PRICES_FILE
+SONNET_PRICE = {"input": 3.0, "cache_write": 3.75, "cache_read": 0.3, "output": 15.0}
+
+
+def _corpus(root: Path) -> Path:
+    """Three documents of about 2,000 tokens, one of about 6,000 (sent in windows with a
+    2,500-token budget) and one far below every minimum cacheable size."""
+    root.mkdir()
+    for topic in TOPICS:
+        sections = [
+            f"## {topic.title()} part {i}\n\n"
+            + " ".join(
+                f"Fact {i}.{j} about {topic}: measurement {i * 31 + j} holds." for j in range(12)
+            )
+            for i in range(12)
+        ]
+        (root / f"{topic}.md").write_text(f"# All about {topic}\n\n" + "\n\n".join(sections))
+    chapters = [
+        f"## Chapter {i}\n\n"
+        + " ".join(
+            f"Record {i}.{j} of the long archive notes value {i * 17 + j * 3}." for j in range(14)
+        )
+        for i in range(30)
+    ]
+    (root / "archive.md").write_text("# The long archive\n\n" + "\n\n".join(chapters))
+    (root / "short.txt").write_text("A short note about nothing in particular, far below it.")
+    return root
+
+
+def _setup(
+    tmp_path: Path,
+    server: FakeLLMServer,
+    monkeypatch: pytest.MonkeyPatch,
+    provider: str,
+    model: str,
+) -> tuple[Path, Settings]:
+    for name, value in server.env().items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("CTXR_LLM_PROVIDER", provider)
+    monkeypatch.setenv("CTXR_LLM_MODEL", model)
+    monkeypatch.setenv("CTXR_MAX_DOCUMENT_TOKENS", "2500")
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"models": {SONNET: {"provider": "anthropic", **SONNET_PRICE}}}))
+    monkeypatch.setenv("CTXR_PRICES_FILE", str(prices))
+    settings = load_settings(index_dir=tmp_path / "idx", chunk_tokens=120, context="llm")
+    return _corpus(tmp_path / "corpus"), settings
+
+
+def _billed(server: FakeLLMServer, provider: str) -> tuple[int, Usage]:
+    """Requests and usage as the server billed them, in `Usage`'s convention."""
+    endpoint = "chat.completions" if provider == "openai" else "messages"
+    done = [r for r in server.requests if r.endpoint == endpoint and r.status == 200]
+    total = Usage()
+    for r in done:
+        u = r.usage or {}
+        if provider == "openai":
+            cached = int(u["prompt_tokens_details"]["cached_tokens"])
+            total += Usage(int(u["prompt_tokens"]) - cached, 0, cached, int(u["completion_tokens"]))
+        else:
+            total += Usage(
+                int(u["input_tokens"]),
+                int(u["cache_creation_input_tokens"]),
+                int(u["cache_read_input_tokens"]),
+                int(u["output_tokens"]),
+            )
+    return len(done), total
+
+
+def _close(estimated: int | float, actual: int | float, share: float = 0.02) -> bool:
+    return abs(estimated - actual) <= share * max(abs(actual), 1)
+
+
+def _estimate(settings: Settings, corpus: Path, model: str, **options: Any) -> ModelEstimate:
+    result = estimate_paths([corpus], settings, models=[model], embedder_name="fake:hash-64",
+                            **options)  # fmt: skip
+    return result.models[0]
+
+
+def test_openai_estimate_matches_the_run_then_costs_nothing(
+    tmp_path: Path, fake_llm_factory: Callable[..., FakeLLMServer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server = fake_llm_factory(respond=lambda body: CONTEXT)
+    corpus, settings = _setup(tmp_path, server, monkeypatch, "openai", "gpt-4o-mini")
+    out = count_tokens(CONTEXT, "o200k_base")
+    estimate = _estimate(settings, corpus, "gpt-4o-mini", output_tokens=out)
+    assert not (tmp_path / "idx").exists()  # the estimate wrote nothing
+    assert estimate.encoding == "o200k_base" and estimate.tokens_exact
+    assert estimate.prefixes > len(TOPICS) + 2  # the archive goes in windows
+
+    report = build_index([corpus], settings, embedder=HashEmbedder())
+    assert report.contexts is not None and report.contexts["failures"] == 0
+    requests, billed = _billed(server, "openai")
+    assert estimate.requests == requests == report.chunks_written
+    assert billed.cache_read_tokens > billed.input_tokens > 0  # caching really happened
+    for kind in ("input_tokens", "cache_write_tokens", "cache_read_tokens", "output_tokens"):
+        assert _close(getattr(estimate.usage, kind), getattr(billed, kind)), kind
+    dollars = load_prices().cost("gpt-4o-mini", billed)
+    assert _close(estimate.dollars(), dollars)
+    assert estimate.without_caching() > estimate.dollars()
+    batch = estimate.batch()
+    assert batch is not None and batch == pytest.approx(estimate.dollars() / 2)
+
+    again = _estimate(settings, corpus, "gpt-4o-mini", output_tokens=out)
+    assert again.requests == 0 and again.dollars() == 0
+    assert again.documents_unchanged == len(TOPICS) + 2
+    # Without the manifest every document is to do, but each chunk is in the response cache.
+    cached = _estimate(settings, corpus, "gpt-4o-mini", ignore_manifest=True)
+    assert cached.requests == 0 and cached.chunks_answered == cached.chunks == requests
+
+
+def _ledger_by_document(server: FakeLLMServer, documents: dict[str, str]) -> dict[str, Any]:
+    """Per document source: requests, cache writes and reads, and whether it was marked."""
+    by_prefix = {document_part(text): source for source, text in documents.items()}
+    ledger: dict[str, dict[str, int]] = {}
+    for r in server.requests:
+        if r.endpoint != "messages" or r.status != 200:
+            continue
+        first = r.body["messages"][0]["content"][0]
+        # A window's prefix is an outline naming the source, and a block of the text.
+        source = by_prefix.get(first["text"]) or next(
+            s for s in documents if f"({s})" in first["text"]
+        )
+        entry = ledger.setdefault(source, {"requests": 0, "writes": 0, "reads": 0, "marked": 0})
+        entry["requests"] += 1
+        entry["writes"] += int(r.usage["cache_creation_input_tokens"] > 0)  # type: ignore[index]
+        entry["reads"] += int(r.usage["cache_read_input_tokens"] > 0)  # type: ignore[index]
+        entry["marked"] += int("cache_control" in first)
+    return ledger
+
+
+def test_claude_estimate_agrees_with_the_fake_ledger(
+    tmp_path: Path, fake_llm_factory: Callable[..., FakeLLMServer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server = fake_llm_factory(respond=lambda body: CONTEXT)
+    corpus, settings = _setup(tmp_path, server, monkeypatch, "anthropic", SONNET)
+    out = count_tokens(CONTEXT, "cl100k_base")
+    estimate = _estimate(settings, corpus, SONNET, output_tokens=out)
+    assert estimate.min_cacheable_tokens == 1024 and not estimate.tokens_exact
+    exact = _estimate(settings, corpus, SONNET, output_tokens=out, exact=True)
+    assert server.count("count_tokens", 200) > 0 and server.count("messages") == 0
+    assert exact.tokens_exact and exact.usage == estimate.usage  # the fake counts cl100k too
+
+    build_index([corpus], settings, embedder=HashEmbedder())
+    requests, billed = _billed(server, "anthropic")
+    assert estimate.requests == requests
+    assert billed.cache_write_tokens > 0 and billed.cache_read_tokens > 0
+    for kind in ("input_tokens", "cache_write_tokens", "cache_read_tokens", "output_tokens"):
+        assert _close(getattr(estimate.usage, kind), getattr(billed, kind)), kind
+    assert _close(estimate.dollars(), load_prices(settings.prices_file).cost(SONNET, billed))
+
+    texts = {p.as_posix(): p.read_text() for p in corpus.iterdir()}
+    ledger = _ledger_by_document(server, texts)
+    for doc in estimate.documents:
+        seen = ledger[doc.source]
+        assert doc.requests == seen["requests"], doc.source
+        if doc.source.endswith("short.txt"):  # below the minimum: no marker, no cache
+            assert not doc.cached and seen["marked"] == seen["writes"] == seen["reads"] == 0
+        elif doc.cached:  # one write per prefix, every other request a read
+            assert seen["writes"] == doc.prefixes
+            assert seen["reads"] == doc.requests - doc.prefixes
+    assert [d.cached for d in estimate.documents].count(False) >= 1
+    assert _estimate(settings, corpus, SONNET).requests == 0
+
+
+def test_request_parts_follow_the_provider_bodies() -> None:
+    request = SituateRequest("the document", "the chunk", ("A", "B"), True)
+    anthropic = make_llm("anthropic", "claude-haiku-4-5", api_key="x")
+    parts = message_texts(anthropic.request_body(request))  # type: ignore[attr-defined]
+    assert parts[0] == (document_part("the document"), True) and not parts[1][1]
+    openai = make_llm("openai", "gpt-4o-mini", api_key="x")
+    [(prompt, marked)] = message_texts(openai.request_body(request))  # type: ignore[attr-defined]
+    assert prompt.startswith(document_part("the document")) and not marked
+
+
+@pytest.mark.parametrize(
+    ("shared", "cached"), [(0, 0), (1023, 0), (1024, 1024), (1151, 1024), (1152, 1152)]
+)
+def test_openai_caches_in_128_token_steps_from_1024(shared: int, cached: int) -> None:
+    assert openai_cached(shared) == cached
+
+
+def test_unknown_model_names_how_to_add_a_price(tmp_path: Path) -> None:
+    corpus = _corpus(tmp_path / "corpus")
+    settings = load_settings(index_dir=tmp_path / "idx")
+    with pytest.raises(ConfigError, match=r"no price for model 'my-model'.*CTXR_PRICES_FILE"):
+        estimate_paths([corpus], settings, models=["my-model"])
+
+
+def test_cli_compares_models_as_json_and_dry_run_writes_nothing(
+    tmp_path: Path, fake_llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    corpus = _corpus(tmp_path / "corpus")
+    index = tmp_path / "idx"
+    runner = CliRunner()
+    args = ["estimate", str(corpus), "--index", str(index), "--json"]
+    result = runner.invoke(main, [*args, "--model", "gpt-4o-mini", "--model", "claude-haiku-4-5"])
+    assert result.exit_code == 0, result.output
+    body = json.loads(result.stdout)
+    assert [m["model"] for m in body["models"]] == ["gpt-4o-mini", "claude-haiku-4-5"]
+    assert body["assumptions"]["output_tokens_per_context"] == 100
+    for model in body["models"]:
+        assert set(model["tokens"]) >= {"input", "cache_write", "cache_read", "output", "embedding"}
+        assert set(model["dollars"]) >= {"total", "total_without_caching", "total_batch"}
+        assert model["requests"] == model["chunks"] > 0 and model["largest_documents"]
+    haiku = body["models"][1]  # only the 6,000-token archive reaches Haiku 4.5's minimum
+    assert haiku["min_cacheable_tokens"] == 4096 and haiku["cached_prefixes"] == 1
+    assert haiku["uncached_documents"] == len(TOPICS) + 1
+    assert not index.exists()
+
+    bad = runner.invoke(main, [*args, "--model", "nope-1"])
+    assert bad.exit_code == 2 and "no price for model 'nope-1'" in bad.output
+
+    for name, value in fake_llm.env().items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("CTXR_LLM_PROVIDER", "openai")
+    dry = runner.invoke(main, ["index", str(corpus), "--index", str(index), "--dry-run", "--json"])
+    assert dry.exit_code == 0, dry.output
+    assert json.loads(dry.stdout)["models"][0]["model"] == "gpt-4o-mini"
+    assert not index.exists() and fake_llm.requests == []
+    table = runner.invoke(main, ["estimate", str(corpus), "--index", str(index)])
+    assert table.exit_code == 0 and "total with caching" in table.stdout
