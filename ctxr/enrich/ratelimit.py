@@ -105,6 +105,13 @@ def reset_seconds(value: str, now_wall: float) -> float | None:
     return moment.timestamp() - now_wall
 
 
+def _number(value: str | None) -> float | None:
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
 class RateLimiter:
     """Shared by every sender of one run."""
 
@@ -207,8 +214,17 @@ class RateLimiter:
                 continue
             reset = lowered.get(name.replace("remaining", "reset"))
             seconds = reset_seconds(reset, self._wall()) if reset is not None else None
-            if seconds is not None and seconds > 0:
-                self.pause(seconds)
+            if seconds is None or seconds <= 0:
+                continue
+            # For requests, "reset" is when the bucket is FULL again, but the next request fits
+            # as soon as one is back: with the per-minute limit known (the "-limit" header),
+            # wait one request's share of the minute. Pausing every sender until a full refill
+            # measured 71% of the allowed rate against a server at its limit. Token buckets
+            # keep the full wait: how many tokens the next request needs is not known here.
+            limit = _number(lowered.get(name.replace("remaining", "limit")))
+            if "request" in name and limit is not None and limit > 0:
+                seconds = min(seconds, 60.0 / limit)
+            self.pause(seconds)
 
 
 Priority = tuple[int, int]

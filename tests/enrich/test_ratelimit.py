@@ -162,6 +162,18 @@ def test_anthropic_headers_at_zero_pause_until_the_rfc3339_reset() -> None:
     assert limits.resume_at == pytest.approx(4.0)
 
 
+def test_with_the_limit_known_a_header_pause_lasts_one_request_not_a_full_refill() -> None:
+    limits, _ = limiter(RateLimits())
+    limits.observe(
+        {
+            "x-ratelimit-limit-requests": "600",
+            "x-ratelimit-remaining-requests": "0",
+            "x-ratelimit-reset-requests": "1s",  # the whole bucket refilled: 1 s
+        }
+    )
+    assert limits.resume_at == pytest.approx(0.1)  # one request's share: 60 s / 600
+
+
 def test_header_pauses_are_capped() -> None:
     limits, _ = limiter(RateLimits(max_pause_seconds=60))
     limits.observe({"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "6m0s"})
