@@ -33,6 +33,9 @@ class Settings(BaseSettings):
     cache_dir: Path | None = Field(None, description="embedding cache; default INDEX_DIR/cache")
     max_file_bytes: int = Field(20_000_000, ge=1, description="larger files are skipped")
     context: ContextMode = Field("auto", description="how each chunk is situated")
+    context_position: Literal["before", "after"] = Field(
+        "before", description="where the context goes in the embedded text: before the chunk"
+    )
     # LLM contexts (`context` llm, or auto with a provider key or base URL in the environment).
     llm_provider: Literal["anthropic", "openai"] | None = Field(
         None, description="context writer; default: detected from ANTHROPIC_*/OPENAI_* variables"

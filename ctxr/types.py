@@ -71,10 +71,12 @@ class ContextualChunk:
     context: str
     context_kind: ContextKind
 
-    def indexed_text(self) -> str:
-        """The text that is embedded and analysed for BM25: context, prefix, then the chunk."""
-        parts = [p for p in (self.context, self.chunk.prefix, self.chunk.text) if p]
-        return "\n\n".join(parts)
+    def indexed_text(self, context_first: bool = True) -> str:
+        """The text that is embedded and analysed for BM25: context, prefix, then the chunk
+        (or prefix, chunk, then the context, with `context_first=False`)."""
+        body = [self.chunk.prefix, self.chunk.text]
+        parts = [self.context, *body] if context_first else [*body, self.context]
+        return "\n\n".join(p for p in parts if p)
 
 
 @dataclass(frozen=True, slots=True)

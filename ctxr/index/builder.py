@@ -49,6 +49,7 @@ def document_recipe(settings: Settings, plan: ContextPlan, chunker_name: str) ->
         "chunk_overlap": settings.chunk_overlap,
         "encoding": settings.encoding,
         "context": plan.kind,
+        "context_position": settings.context_position,
         "prompt": plan.version,
     }
     return hashlib.sha256(json.dumps(shape, sort_keys=True).encode()).hexdigest()[:16]

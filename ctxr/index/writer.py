@@ -77,16 +77,17 @@ def write(
     total_chunks = sum(e.chunks for e in kept) + len(new_terms)
     avg_len = (sum(e.terms for e in kept) + sum(new_terms)) / max(total_chunks, 1)
     params = components.bm25_params(settings)
+    first = settings.context_position == "before"
     progress.start("embeddings", len(new_terms))
     batch: list[Prepared] = []
     for item in prepared:
         batch.append(item)
         if sum(len(p.chunks) for p in batch) >= WRITE_BATCH_CHUNKS:
-            _write_batch(batch, manifest, store, embedder, avg_len, params, recipe, report)
+            _write_batch(batch, manifest, store, embedder, avg_len, params, recipe, report, first)
             progress.advance("embeddings", sum(len(p.chunks) for p in batch))
             batch = []
     if batch:
-        _write_batch(batch, manifest, store, embedder, avg_len, params, recipe, report)
+        _write_batch(batch, manifest, store, embedder, avg_len, params, recipe, report, first)
         progress.advance("embeddings", sum(len(p.chunks) for p in batch))
     if report.chunks_truncated:
         report.notices.append(
@@ -105,6 +106,7 @@ def _write_batch(
     params: Bm25Params,
     recipe: str,
     report: IndexReport,
+    context_first: bool,
 ) -> None:
     # BM25 reads the whole context; the embedder reads only max_tokens, so there a long
     # context is trimmed at a sentence boundary rather than pushing the chunk's tail out.
@@ -112,7 +114,7 @@ def _write_batch(
     to_embed = [c for p in batch for c in p.chunks]
     if callable(count_tokens):
         to_embed = [fit_context(c, count_tokens, embedder.max_tokens) for c in to_embed]
-    texts = [c.indexed_text() for c in to_embed]
+    texts = [c.indexed_text(context_first=context_first) for c in to_embed]
     vectors = embedder.embed(texts)
     if callable(count_tokens):
         report.chunks_truncated += sum(count_tokens(t) > embedder.max_tokens for t in texts)

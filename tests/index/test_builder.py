@@ -217,3 +217,28 @@ def test_index_documents_with_own_chunker(tmp_path: Path) -> None:
         [doc], settings, chunker=by_line, chunker_name="lines", embedder=HashEmbedder()
     )
     assert (again.documents_indexed, again.documents_unchanged) == (0, 1)
+
+
+class _Recording(HashEmbedder):
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[str] = []
+
+    def embed(self, texts: Any) -> Any:
+        self.seen.extend(texts)
+        return super().embed(texts)
+
+
+def test_context_position_orders_the_embedded_text_and_reindexes(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "guide.md").write_text("# Guide\n\nInstall the server with the package manager.\n")
+    before = _Recording()
+    build_index([corpus], _hash_settings(tmp_path), embedder=before)
+    assert before.seen[0].startswith("From Guide (") and before.seen[0].endswith("manager.")
+    after = _Recording()
+    settings = _hash_settings(tmp_path).model_copy(update={"context_position": "after"})
+    report = build_index([corpus], settings, embedder=after)
+    assert report.documents_indexed == 1  # the embedded text changed: re-indexed
+    assert after.seen[0].startswith("# Guide") and after.seen[0].endswith(".")
+    assert after.seen[0].rsplit("\n\n", 1)[1].startswith("From Guide (")

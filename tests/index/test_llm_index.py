@@ -15,6 +15,7 @@ from fakes.llm_server import FakeLLMServer
 from ctxr.cli import main
 from ctxr.config import load_settings
 from ctxr.index.builder import build_index
+from ctxr.index.manifest import Manifest
 from ctxr.index.writer import IndexReport
 
 # Sonnet caches prefixes from 1,024 tokens on; each long document is about 1,500. Its price
@@ -137,3 +138,31 @@ def test_context_llm_without_a_provider_says_how_to_configure_one(tmp_path: Path
     result = CliRunner().invoke(main, ["index", str(tmp_path), "--context", "llm"])
     assert result.exit_code == 2
     assert "ANTHROPIC_API_KEY" in result.output and "--context outline" in result.output
+
+
+def test_incremental_reindex_asks_the_llm_only_for_new_and_changed_text(
+    tmp_path: Path, fake_llm_factory: Callable[..., FakeLLMServer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server = fake_llm_factory()
+    first = _index(tmp_path, server, monkeypatch)
+    corpus = tmp_path / "corpus"
+    glaciers = corpus / "glaciers.md"
+    glaciers.write_text(glaciers.read_text() + "\n\n## Addendum\n\nOne more fact about ice.\n")
+    (corpus / "tides.md").unlink()
+    (corpus / "new.txt").write_text("A new note about lighthouses and their keepers.")
+    before = len(server.requests)
+    second = _index(tmp_path, server, monkeypatch)
+    assert (second.documents_indexed, second.documents_unchanged, second.documents_removed) == (
+        2,
+        2,
+        1,
+    )
+    sent = server.requests[before:]
+    # A context depends on its whole document, so the edited document is situated again in
+    # full; the untouched ones cost nothing (not even re-split), the deleted one is gone.
+    assert second.contexts is not None
+    assert len(sent) == second.contexts["requests"] == second.chunks_written
+    assert all("volcanoes" not in json.dumps(r.body) for r in sent)
+    assert sum("lighthouses" in json.dumps(r.body) for r in sent) == 1
+    assert second.points_total == Manifest.load(tmp_path / "idx").chunk_count
+    assert second.points_total < first.points_total  # tides' chunks left with the file
