@@ -200,3 +200,19 @@ def body_message(body: object) -> str | None:
 def short(text: str, limit: int = 300) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def connection_error(
+    name: str, base_url: str, exc: BaseException, timed_out: bool, secret: str | None
+) -> ProviderError:
+    """A failed connection or a timeout: always worth another try."""
+    what = "timed out" if timed_out else "connection failed"
+    cause = exc.__cause__ or exc
+    detail = short(redact(str(cause) or type(cause).__name__, secret))
+    return ProviderError(f"{name} {what} at {base_url}: {detail}", retryable=True)
+
+
+def malformed(name: str, why: str) -> ProviderError:
+    # Retryable: a proxy or an overloaded server can garble one response; the queue decides
+    # how often to try again.
+    return ProviderError(f"{name} sent a malformed response: {why}", retryable=True)

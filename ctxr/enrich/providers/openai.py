@@ -151,16 +151,11 @@ class OpenAILLM:
         )
 
     def _connection_error(self, exc: openai.APIConnectionError) -> ProviderError:
-        what = "timed out" if isinstance(exc, openai.APITimeoutError) else "connection failed"
-        cause = exc.__cause__ or exc
-        return ProviderError(
-            f"{_NAME} {what} at {self.base_url}: {self._clean(str(cause) or type(cause).__name__)}",
-            retryable=True,
-        )
+        timed_out = isinstance(exc, openai.APITimeoutError)
+        return shared.connection_error(_NAME, self.base_url, exc, timed_out, self._client.api_key)
 
     def _malformed(self, why: str) -> ProviderError:
-        # Retryable: one garbled response says little about the next; the queue decides.
-        return ProviderError(f"{_NAME} sent a malformed response: {why}", retryable=True)
+        return shared.malformed(_NAME, why)
 
     def _clean(self, text: str) -> str:
         return shared.short(shared.redact(text, self._client.api_key))
