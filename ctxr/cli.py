@@ -145,6 +145,8 @@ def _print_index_summary(report: Any) -> None:
         table.add_row("cache writes", f"{c['cache_writes']} for {c['documents']} documents")
         table.add_row("cost", "unknown" if dollars is None else f"${dollars:.4f}")
     table.add_row("time", f"{report.seconds:.1f} s")
+    if report.optimize_seconds:
+        table.add_row("HNSW build", f"{report.optimize_seconds:.1f} s")
     err_console.print(table)
     if report.skipped:
         reasons: dict[str, int] = {}
@@ -274,6 +276,26 @@ def _print_hits(query: str, hits: list[Hit]) -> None:
         ranks = ", ".join(f"{name} #{s.rank}" for name, s in hit.scores.items())
         table.add_row(str(hit.rank), where, snippet, f"{hit.score:.4f}\n{ranks}")
     out_console.print(table, highlight=False)
+
+
+@main.command("serve")
+@index_option
+@click.option("--host", default="127.0.0.1", show_default=True, help="address to bind")
+@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
+def serve_command(index_dir: Path | None, host: str, port: int) -> None:
+    """Serve search over HTTP (POST /search, /health, /stats, /documents/ID, /docs)."""
+    try:
+        from ctxr.retrieve.api import serve
+    except ImportError as exc:
+        raise ConfigError(
+            f"`ctxr serve` needs FastAPI and uvicorn ({exc}); pip install 'ctxr[server]'"
+        ) from exc
+    settings = load_settings(index_dir=index_dir)
+    if host not in ("127.0.0.1", "localhost", "::1") and settings.api_token is None:
+        logging.getLogger("ctxr").warning(
+            f"serving on {host} without CTXR_API_TOKEN: anyone who can reach it can search"
+        )
+    serve(settings, host=host, port=port)
 
 
 main.add_command(eval_command, "eval")

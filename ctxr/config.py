@@ -53,21 +53,47 @@ class Settings(BaseSettings):
     prices_file: Path | None = Field(None, description="JSON that adds or overrides model prices")
     embed_batch_size: int = Field(32, ge=1, le=1024)
     embed_threads: int | None = Field(None, ge=1, description="onnxruntime threads")
+    # Dense vectors: the local ONNX MiniLM, or OpenAI / any OpenAI-compatible /v1/embeddings
+    # (reached through OPENAI_API_KEY / OPENAI_BASE_URL, as the LLM calls are).
+    embedder: Literal["local", "openai"] = Field("local", description="who makes dense vectors")
+    embedding_model: str | None = Field(None, description="openai model; text-embedding-3-small")
+    embedding_dimensions: int | None = Field(
+        None, ge=1, description="shortened vectors (-3 models)"
+    )
+    embedding_requests_per_minute: float | None = Field(None, gt=0)
+    embedding_tokens_per_minute: float | None = Field(None, gt=0)
     bm25_k1: float = Field(1.2, gt=0)
     bm25_b: float = Field(0.75, ge=0, le=1)
     # DBSF by default: on anthropic-codebase and SciFact it beat RRF k=60 (docs/EVALUATION.md).
     fusion: FusionMethod = Field("dbsf", description="how hybrid search fuses the two rankings")
     rrf_k: int = Field(60, ge=0, description="reciprocal rank fusion constant")
     candidates: int = Field(50, ge=1, le=10_000, description="top-N per retriever before fusion")
-    hnsw_ef: int = Field(128, ge=1, description="HNSW search breadth once the index is built")
+    # 256, not 128: recall@10 vs exact on SciFact's real MiniLM vectors is 0.997 at 128 but
+    # 0.989 at 128 / 0.992 at 256 at 100k points (bench/hnsw_recall.py, docs/BENCHMARKS.md),
+    # for about 0.2 ms more per dense query.
+    hnsw_ef: int = Field(256, ge=1, description="HNSW search breadth once the index is built")
+    optimize_min_points: int = Field(
+        10_000, ge=0, description="build HNSW after a run once the index holds this many points"
+    )
     # A Qdrant server or cluster instead of the embedded shard; same schema, local manifest.
     qdrant_url: str | None = Field(None, description="e.g. http://localhost:6333; unset = embedded")
     qdrant_api_key: SecretStr | None = Field(None, description="the server's API key, if any")
     qdrant_collection: str = Field("ctxr", min_length=1, description="collection on the server")
     qdrant_shards: int = Field(1, ge=1, description="shard_number when ctxr creates the collection")
     qdrant_replicas: int = Field(1, ge=1, description="replication_factor on creation")
+    # The HTTP API (`ctxr serve`): bearer token, request limits (422/413 beyond), access log.
+    api_token: SecretStr | None = Field(None, description="bearer token every request must send")
+    api_max_query_chars: int = Field(2000, ge=1, description="longest query text accepted")
+    api_max_k: int = Field(100, ge=1, description="most hits one query may ask for")
+    api_max_batch: int = Field(32, ge=1, description="most queries in one request")
+    api_max_candidates: int = Field(1000, ge=1, description="largest per-request candidates")
+    api_max_body_bytes: int = Field(65_536, ge=256, description="larger request bodies get 413")
+    api_access_log: bool = Field(True, description="one JSON line per request on stderr")
+    api_log_queries: bool = Field(False, description="put query text in the access log")
 
-    @field_validator("qdrant_url", "qdrant_api_key", mode="before")
+    @field_validator(
+        "qdrant_url", "qdrant_api_key", "embedding_model", "embedding_dimensions", mode="before"
+    )
     @classmethod
     def _blank_is_unset(cls, value: Any) -> Any:
         # `CTXR_QDRANT_URL=` in a .env means "not set", not "a server at ''".

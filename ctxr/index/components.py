@@ -29,7 +29,25 @@ SHARD_DIR = "qdrant"
 
 def make_embedder(settings: Settings, cached: bool = False) -> Embedder:
     """The configured embedder; `cached` puts it behind the on-disk embedding cache."""
-    embedder = OnnxEmbedder(batch_size=settings.embed_batch_size, threads=settings.embed_threads)
+    embedder: Embedder
+    if settings.embedder == "openai":
+        from ctxr.index.openai_embedder import DEFAULT_MODEL, OpenAIEmbedder  # imports the SDK
+
+        embedder = OpenAIEmbedder(
+            model=settings.embedding_model or DEFAULT_MODEL,
+            dimensions=settings.embedding_dimensions,
+            requests_per_minute=settings.embedding_requests_per_minute,
+            tokens_per_minute=settings.embedding_tokens_per_minute,
+        )
+    elif settings.embedding_model or settings.embedding_dimensions:
+        raise ConfigError(
+            "CTXR_EMBEDDING_MODEL / CTXR_EMBEDDING_DIMENSIONS apply to CTXR_EMBEDDER=openai; "
+            "set CTXR_EMBEDDER=openai, or unset them for the local embedder"
+        )
+    else:
+        embedder = OnnxEmbedder(
+            batch_size=settings.embed_batch_size, threads=settings.embed_threads
+        )
     if not cached:
         return embedder
     return CachedEmbedder(embedder, cache_dir(settings) / "embeddings")

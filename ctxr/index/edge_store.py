@@ -18,6 +18,7 @@ from ctxr.index.bm25 import SparseTerms
 from ctxr.index.store import (
     DENSE_VECTOR,
     KEYWORD_FIELDS,
+    SCROLL_PAGE,
     SPARSE_VECTOR,
     ScoredRecord,
     StoredPoint,
@@ -25,12 +26,12 @@ from ctxr.index.store import (
 
 
 class EdgeStore:
-    def __init__(self, shard: Any, hnsw_ef: int = 128) -> None:
+    def __init__(self, shard: Any, hnsw_ef: int = 256) -> None:
         self._shard = shard
         self._params = qe.SearchParams(hnsw_ef=hnsw_ef)
 
     @classmethod
-    def create(cls, path: Path, dim: int, hnsw_ef: int = 128) -> EdgeStore:
+    def create(cls, path: Path, dim: int, hnsw_ef: int = 256) -> EdgeStore:
         config = qe.EdgeConfig(
             vectors={DENSE_VECTOR: qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine)},
             sparse_vectors={SPARSE_VECTOR: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
@@ -48,7 +49,7 @@ class EdgeStore:
         return cls(shard, hnsw_ef)
 
     @classmethod
-    def open(cls, path: Path, hnsw_ef: int = 128) -> EdgeStore:
+    def open(cls, path: Path, hnsw_ef: int = 256) -> EdgeStore:
         try:
             shard = qe.EdgeShard.load(str(path))
         except Exception as exc:
@@ -107,6 +108,20 @@ class EdgeStore:
 
     def count(self) -> int:
         return int(self._shard.count(qe.CountRequest(exact=True)))
+
+    def document_points(self, doc_id: str) -> list[ScoredRecord]:
+        match = qe.Filter(must=[qe.FieldCondition("doc_id", match=qe.MatchValue(doc_id))])
+        records: list[ScoredRecord] = []
+        offset: Any = None
+        while True:
+            request = qe.ScrollRequest(
+                offset=offset, limit=SCROLL_PAGE, filter=match, with_payload=True, with_vector=False
+            )
+            page, offset = self._shard.scroll(request)
+            records.extend(ScoredRecord(str(p.id), 0.0, dict(p.payload or {})) for p in page)
+            if offset is None:
+                break
+        return sorted(records, key=lambda r: int(r.payload.get("index", 0)))
 
     def optimize(self) -> bool:
         return bool(self._shard.optimize())

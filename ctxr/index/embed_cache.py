@@ -64,3 +64,6 @@ class CachedEmbedder:
 
     def close(self) -> None:
         self._cache.close()
+        close_inner = getattr(self.inner, "close", None)
+        if callable(close_inner):
+            close_inner()  # an HTTP embedder holds connections

@@ -27,6 +27,7 @@ from ctxr.index.bm25 import SparseTerms
 from ctxr.index.store import (
     DENSE_VECTOR,
     KEYWORD_FIELDS,
+    SCROLL_PAGE,
     SPARSE_VECTOR,
     ScoredRecord,
     StoredPoint,
@@ -99,7 +100,7 @@ class QdrantServerStore:
         collection: str,
         *,
         where: str = "qdrant-client",
-        hnsw_ef: int = 128,
+        hnsw_ef: int = 256,
         owns_client: bool = True,
         secret: str | None = None,
     ) -> None:
@@ -120,7 +121,7 @@ class QdrantServerStore:
         shards: int = 1,
         replicas: int = 1,
         where: str = "qdrant-client",
-        hnsw_ef: int = 128,
+        hnsw_ef: int = 256,
         owns_client: bool = True,
         secret: str | None = None,
     ) -> QdrantServerStore:
@@ -160,7 +161,7 @@ class QdrantServerStore:
         dim: int | None = None,
         *,
         where: str = "qdrant-client",
-        hnsw_ef: int = 128,
+        hnsw_ef: int = 256,
         owns_client: bool = True,
         secret: str | None = None,
     ) -> QdrantServerStore:
@@ -259,6 +260,25 @@ class QdrantServerStore:
     def count(self) -> int:
         with self._errors("counting"):
             return int(self._client.count(self._collection, exact=True).count)
+
+    def document_points(self, doc_id: str) -> list[ScoredRecord]:
+        match = models.FieldCondition(key="doc_id", match=models.MatchValue(value=doc_id))
+        records: list[ScoredRecord] = []
+        offset: Any = None
+        with self._errors("reading a document from"):
+            while True:
+                page, offset = self._client.scroll(
+                    self._collection,
+                    scroll_filter=models.Filter(must=[match]),
+                    limit=SCROLL_PAGE,
+                    offset=offset,
+                    with_payload=True,
+                    with_vectors=False,
+                )
+                records.extend(ScoredRecord(str(p.id), 0.0, dict(p.payload or {})) for p in page)
+                if offset is None:
+                    break
+        return sorted(records, key=lambda r: int(r.payload.get("index", 0)))
 
     def optimize(self) -> bool:
         return False  # a server optimises (builds HNSW) in the background by itself

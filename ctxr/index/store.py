@@ -19,6 +19,8 @@ DENSE_VECTOR = "dense"
 SPARSE_VECTOR = "bm25"
 # Payload fields we filter on get a keyword index, so deleting a document's points stays cheap.
 KEYWORD_FIELDS = ("doc_id", "source")
+# Points fetched per scroll page when listing one document's chunks.
+SCROLL_PAGE = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +48,10 @@ class Store(Protocol):
     def query_sparse(self, sparse: SparseTerms, limit: int) -> list[ScoredRecord]: ...
 
     def count(self) -> int: ...
+
+    def document_points(self, doc_id: str) -> list[ScoredRecord]:
+        """Every point of one document, in chunk order (payload `index`); score 0.0."""
+        ...
 
     def optimize(self) -> bool: ...
 

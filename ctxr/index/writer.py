@@ -40,6 +40,7 @@ class IndexReport:
     notices: list[str] = field(default_factory=list)
     contexts: dict[str, object] | None = None  # the LLM ledger's summary, when one ran
     seconds: float = 0.0
+    optimize_seconds: float = 0.0  # building the HNSW index after the run (0 when skipped)
 
     def to_json(self) -> dict[str, object]:
         body = asdict(self)

@@ -3,7 +3,7 @@
 Hybrid search runs the dense and the BM25 retriever for the top `candidates` each, and fuses
 the two rankings in Python (not inside Qdrant) so that every hit keeps both retrievers' scores
 and ranks: by distribution-based score fusion (default) or reciprocal rank fusion. The CLI,
-the Python API and (later) the HTTP API are thin layers over this class.
+the Python API and the HTTP API are thin layers over this class.
 """
 
 from __future__ import annotations
@@ -63,6 +63,9 @@ class SearchService:
 
     def close(self) -> None:
         self._store.close()
+        close_embedder = getattr(self._embedder, "close", None)
+        if callable(close_embedder):
+            close_embedder()  # an HTTP embedder holds connections
 
     def search(
         self,
@@ -129,6 +132,24 @@ class SearchService:
         return [_hit(rank, item, records[item.key].payload) for rank, item in
                 enumerate(fused[:k], start=1)]  # fmt: skip
 
+    def document(self, doc_id: str) -> dict[str, Any] | None:
+        """One indexed document's chunks in order, each with its context; None if unknown."""
+        records = self._store.document_points(doc_id)
+        if not records:
+            return None
+        first = records[0].payload
+        entry = self.manifest.documents.get(doc_id)
+        return {
+            "doc_id": doc_id,
+            "source": str(first.get("source", doc_id)),
+            "title": first.get("title"),
+            "kind": first.get("kind"),
+            "language": first.get("language"),
+            "sha256": first.get("doc_sha256"),
+            "indexed_at": entry.indexed_at if entry else None,
+            "chunks": [_chunk(r) for r in records],
+        }
+
     def stats(self) -> dict[str, Any]:
         return {
             "index_dir": str(self.index_dir),
@@ -153,3 +174,19 @@ def _hit(rank: int, item: Fused[str], payload: dict[str, Any]) -> Hit:
         score=item.score,
         scores=item.by_retriever,
     )
+
+
+def _chunk(record: ScoredRecord) -> dict[str, Any]:
+    p = record.payload
+    return {
+        "chunk_id": record.point_id,
+        "index": int(p.get("index", 0)),
+        "start": int(p["start"]),
+        "end": int(p["end"]),
+        "token_count": p.get("token_count"),
+        "heading_path": list(p.get("heading_path") or ()),
+        "prefix": str(p.get("prefix") or ""),
+        "text": str(p["text"]),
+        "context": str(p.get("context") or ""),
+        "context_kind": p.get("context_kind"),
+    }

@@ -12,6 +12,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
 
 from fakes.llm_cache import AnthropicPlan, OpenAIPlan
+from fakes.llm_embeddings import embed
 from fakes.llm_faults import Admission, Tokens, format_duration, format_retry_after, latency_for
 from fakes.llm_wire import (
     BadRequest,
@@ -33,6 +34,7 @@ ROUTES: dict[str, tuple[str, Provider]] = {
     "/v1/messages": ("messages", "anthropic"),
     "/v1/messages/count_tokens": ("count_tokens", "anthropic"),
     "/v1/chat/completions": ("chat.completions", "openai"),
+    "/v1/embeddings": ("embeddings", "openai"),
 }
 _REASONS = {529: "Overloaded"}
 
@@ -116,6 +118,11 @@ def handle_post(h: BaseHTTPRequestHandler, fake: FakeLLMServer) -> None:
     if route is None:
         _error(h, fake, record, "404", f"{h.command} {path}: no such endpoint in the fake")
         return
+    sent = h.headers.get("x-api-key") or h.headers.get("authorization", "").removeprefix("Bearer ")
+    if fake.api_key is not None and sent != fake.api_key:
+        shown = f"{sent[:3]}*****{sent[-4:]}" if len(sent) > 8 else "*****"
+        _error(h, fake, record, "401", f"Incorrect API key provided: {shown}.")
+        return
     admission, fault = fake._admit(record)
     if admission is not None and not admission.allowed:
         headers = {
@@ -149,6 +156,8 @@ def handle_post(h: BaseHTTPRequestHandler, fake: FakeLLMServer) -> None:
     try:
         if endpoint == "count_tokens":
             payload = json.dumps({"input_tokens": count_request_tokens(body, "anthropic")}).encode()
+        elif endpoint == "embeddings":
+            payload = embed(fake, body, record)
         else:
             payload = generate(fake, provider, body, record)
     except BadRequest as exc:

@@ -8,9 +8,11 @@ The real SDKs talk to it over HTTP/1.1 (keep-alive, dozens of concurrent connect
         assert all(n == 1 for n in server.cache_writes_by_prefix().values())
 
 Endpoints: ``POST /v1/messages``, ``POST /v1/messages/count_tokens``,
-``POST /v1/chat/completions``. Token counts follow `fakes.llm_wire` (see its docstring and
-`count_request_tokens`); prompt caching follows `fakes.llm_cache` (a prefix becomes readable
-only when the response that wrote it completes; per-model minimum; TTL refreshed on read).
+``POST /v1/chat/completions``, ``POST /v1/embeddings`` (deterministic unit vectors from
+`fakes.llm_wire.fake_embedding`, ``dimensions`` honoured, tokens counted with tiktoken).
+Token counts follow `fakes.llm_wire` (see its docstring and `count_request_tokens`); prompt
+caching follows `fakes.llm_cache` (a prefix becomes readable only when the response that wrote
+it completes; per-model minimum; TTL refreshed on read).
 Faults (`fakes.llm_faults`): scripted with `inject`, or random at `fault_rate`, plus a
 server-side requests-per-minute limit answering 429 with a correct retry-after.
 """
@@ -54,7 +56,7 @@ class RecordedRequest:
     """One request as the server saw it. Times are the server's clock (monotonic seconds)."""
 
     index: int
-    endpoint: str  # "messages" | "count_tokens" | "chat.completions" | the path if unknown
+    endpoint: str  # "messages" | "count_tokens" | "chat.completions" | "embeddings" | a path
     provider: Provider
     arrival: float
     body: Any = None  # the parsed JSON body (None if it was not JSON)
@@ -78,7 +80,11 @@ class FakeLLMServer:
     ``fault_rate`` / ``fault_kinds`` / ``seed``: random faults; ``inject`` scripts them.
     ``retry_after_s`` / ``slow_s``: defaults for injected 429s and "slow" answers.
     ``rpm_limit`` / ``rpm_burst``: a server-side token bucket answering 429 when empty.
-    ``latency``, ``respond`` and ``min_cacheable`` may be changed between requests. A stopped
+    ``api_key``: when set, a request without it (``x-api-key`` or a bearer token) gets a 401
+    that echoes a part of the key sent, as OpenAI's does.
+    ``embedding_scale``: embeddings are multiplied by it (not 1: a server that does not
+    normalise). ``latency``, ``respond``, ``min_cacheable`` and ``embedding_scale`` may be
+    changed between requests. A stopped
     server cannot be started again.
     """
 
@@ -98,8 +104,11 @@ class FakeLLMServer:
         rpm_limit: float | None = None,
         rpm_burst: float | None = None,
         keep_bodies: bool = True,
+        embedding_scale: float = 1.0,
+        api_key: str | None = None,
     ) -> None:
-        self.latency, self.keep_bodies = latency, keep_bodies
+        self.latency, self.keep_bodies, self.api_key = latency, keep_bodies, api_key
+        self.embedding_scale = embedding_scale
         self.respond: Callable[[Any], str] = respond or default_respond
         self.min_cacheable = dict(
             ANTHROPIC_MIN_CACHEABLE if min_cacheable is None else min_cacheable
@@ -198,7 +207,7 @@ class FakeLLMServer:
         retry_after_s: float | None = None,
         delay_s: float | None = None,
     ) -> None:
-        """The next ``times`` generation requests get ``fault`` (after earlier injections)."""
+        """The next ``times`` generation or embedding requests get ``fault`` (FIFO)."""
         with self._lock:
             self.faults.inject(fault, times, retry_after_s=retry_after_s, delay_s=delay_s)
 

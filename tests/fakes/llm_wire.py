@@ -239,6 +239,7 @@ ERRORS: dict[str, tuple[int, str, str, str | None, str]] = {
     "529": (529, "overloaded_error", "server_error", "overloaded", "Overloaded"),
     "500": (500, "api_error", "server_error", None, "Internal server error"),
     "400": (400, "invalid_request_error", "invalid_request_error", None, "Invalid request"),
+    "401": (401, "authentication_error", "invalid_request_error", "invalid_api_key", "Bad key"),
     "404": (404, "not_found_error", "invalid_request_error", "unknown_url", "Not found"),
 }
 

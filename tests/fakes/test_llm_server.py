@@ -430,7 +430,7 @@ def test_non_json_body_and_unknown_path(server: FakeLLMServer) -> None:
 
     status, body = post("/v1/messages", b"{not json")
     assert status == 400 and body["error"]["type"] == "invalid_request_error"
-    status, body = post("/v1/embeddings", b"{}")
+    status, body = post("/v1/audio/speech", b"{}")
     assert status == 404 and "message" in body["error"]
     server.reset()
     assert server.requests == [] and server.cache_writes_by_prefix() == {}

@@ -242,3 +242,17 @@ def test_context_position_orders_the_embedded_text_and_reindexes(tmp_path: Path)
     assert report.documents_indexed == 1  # the embedded text changed: re-indexed
     assert after.seen[0].startswith("# Guide") and after.seen[0].endswith(".")
     assert after.seen[0].rsplit("\n\n", 1)[1].startswith("From Guide (")
+
+
+def test_hnsw_is_built_once_the_index_is_large_enough(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a.txt").write_text("Glaciers carve valleys over thousands of years.")
+    small = build_index([corpus], _hash_settings(tmp_path), embedder=HashEmbedder())
+    assert small.optimize_seconds == 0.0  # below CTXR_OPTIMIZE_MIN_POINTS: exact search
+    eager = _hash_settings(tmp_path).model_copy(update={"optimize_min_points": 1})
+    (corpus / "b.txt").write_text("Tides follow the moon.")
+    report = build_index([corpus], eager, embedder=HashEmbedder())
+    assert report.optimize_seconds > 0.0
+    unchanged = build_index([corpus], eager, embedder=HashEmbedder())
+    assert unchanged.optimize_seconds == 0.0  # nothing written, nothing to build

@@ -28,7 +28,7 @@ from ctxr.index.bm25 import document_vector, query_vector
 from ctxr.index.builder import build_index
 from ctxr.index.edge_store import EdgeStore
 from ctxr.index.server_store import QdrantServerStore
-from ctxr.index.store import ScoredRecord, Store, StoredPoint
+from ctxr.index.store import SCROLL_PAGE, ScoredRecord, Store, StoredPoint
 from ctxr.retrieve.service import SearchService
 from ctxr.types import chunk_id_for
 
@@ -158,6 +158,31 @@ def test_optimize_and_flush_are_safe_to_call(store: Store) -> None:
     store.optimize()  # edge builds HNSW (True); a server indexes by itself (False)
     store.flush()
     assert _ids(store.query_dense(POINTS[5].dense, limit=1)) == [POINTS[5].point_id]
+
+
+def test_document_points_lists_one_documents_chunks_in_order(store: Store) -> None:
+    records = store.document_points("doc3.md")
+    assert [r.payload["index"] for r in records] == [0, 1, 2, 3]
+    assert {r.payload["doc_id"] for r in records} == {"doc3.md"}
+    assert [r.point_id for r in records] == [chunk_id_for("doc3.md", i) for i in range(4)]
+    assert store.document_points("nope.md") == []
+    store.delete_documents(["doc3.md"])
+    store.flush()
+    assert store.document_points("doc3.md") == []
+
+
+def test_document_points_pages_past_one_scroll(make_store: Factory) -> None:
+    for backend in BACKENDS:
+        store = make_store(backend)
+        many = [
+            StoredPoint(chunk_id_for("big.md", n), [1.0] * DIM, document_vector(["tea"], 1.0),
+                        {"doc_id": "big.md", "source": "big.md", "index": n})
+            for n in range(SCROLL_PAGE + 7)
+        ]  # fmt: skip
+        store.upsert([*many, *POINTS])
+        store.flush()
+        records = store.document_points("big.md")
+        assert [r.payload["index"] for r in records] == list(range(SCROLL_PAGE + 7)), backend
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
