@@ -256,3 +256,38 @@ def test_hnsw_is_built_once_the_index_is_large_enough(tmp_path: Path) -> None:
     assert report.optimize_seconds > 0.0
     unchanged = build_index([corpus], eager, embedder=HashEmbedder())
     assert unchanged.optimize_seconds == 0.0  # nothing written, nothing to build
+
+
+class _Crashing(HashEmbedder):
+    """Dies on its n-th batch, as a killed process would stop mid-run."""
+
+    def __init__(self, crash_on: int) -> None:
+        super().__init__()
+        self.crash_on = crash_on
+
+    def embed(self, texts: Any) -> Any:
+        if self.calls + 1 == self.crash_on:
+            raise KeyboardInterrupt
+        return super().embed(texts)
+
+
+def test_an_interrupted_run_is_completed_by_the_next(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ctxr.index import writer
+
+    monkeypatch.setattr(writer, "WRITE_BATCH_CHUNKS", 2)  # many small batches
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for i in range(8):
+        (corpus / f"note{i}.txt").write_text(f"Note {i} about topic {i * 7}.")
+    settings = _hash_settings(tmp_path)
+    with pytest.raises(KeyboardInterrupt):
+        build_index([corpus], settings, embedder=_Crashing(crash_on=3))
+    halfway = Manifest.load(tmp_path / "idx")
+    assert 0 < len(halfway.documents) < 8  # the batches before the crash are recorded
+    resumed = HashEmbedder()
+    report = build_index([corpus], settings, embedder=resumed)
+    assert report.documents_unchanged == len(halfway.documents)
+    assert report.documents_indexed == 8 - len(halfway.documents)
+    assert report.points_total == Manifest.load(tmp_path / "idx").chunk_count == 8
