@@ -15,7 +15,7 @@ The Python API, a thin layer over the same code the CLI runs::
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -57,11 +57,18 @@ def search(
     *,
     k: int = 10,
     mode: str = "hybrid",
+    fusion: str | None = None,
+    filters: Mapping[str, Any] | None = None,
+    merge: bool = False,
     **settings: Any,
 ) -> list[Hit]:
-    """One search against an index (opens and closes it; use `open_index` for many)."""
+    """One search against an index (opens and closes it; use `open_index` for many).
+
+    `filters` restricts both retrievers to matching chunks, e.g. `{"source": "docs/",
+    "kind": ["markdown", "text"]}` (see `ctxr.retrieve.filters`); `merge` joins adjacent hits
+    of one document into one passage."""
     with open_index(index_dir, **settings) as service:
-        return service.search(query, k=k, mode=mode)
+        return service.search(query, k=k, mode=mode, fusion=fusion, filters=filters, merge=merge)
 
 
 def estimate(

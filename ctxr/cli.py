@@ -205,13 +205,27 @@ def _print_estimate(result: Any, as_json: bool) -> None:
 @click.option("--candidates", type=int, default=None, help="top-N per retriever before fusion")
 @click.option(
     "--fusion",
-    type=click.Choice(["dbsf", "rrf"]),
+    type=click.Choice(["dbsf", "rrf", "weighted"]),
     default=None,
-    help="hybrid fusion: distribution-based score fusion [dbsf] or reciprocal rank",
+    help="hybrid fusion: distribution-based score fusion [dbsf], reciprocal rank, weighted rank",
 )
 @click.option("--rrf-k", type=int, default=None, help="reciprocal rank fusion constant [60]")
 @click.option("--queries", type=click.Path(path_type=Path, exists=True, dir_okay=False),
               help='JSONL file of {"id", "query"}; prints one JSON line per query')  # fmt: skip
+@click.option(
+    "--filter",
+    "filter_exprs",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="payload filter, repeatable: source=docs/, kind=markdown, token_count>=50",
+)
+@click.option("--merge", is_flag=True, help="merge adjacent hits of one document into passages")
+@click.option(
+    "--rerank",
+    type=click.Choice(["llm", "http", "cross-encoder", "none"]),
+    default=None,
+    help="rerank the top fused candidates [CTXR_RERANK, default off]",
+)
 @click.option("--json", "as_json", is_flag=True, help="print hits as JSON")
 def search_command(
     query: str | None,
@@ -222,24 +236,31 @@ def search_command(
     fusion: str | None,
     rrf_k: int | None,
     queries: Path | None,
+    filter_exprs: tuple[str, ...],
+    merge: bool,
+    rerank: str | None,
     as_json: bool,
 ) -> None:
     """Search an index: dense and BM25 rankings fused (DBSF or reciprocal rank fusion)."""
+    from ctxr.retrieve.filters import filters_from_cli
     from ctxr.retrieve.service import SearchService
 
+    filters = filters_from_cli(filter_exprs) if filter_exprs else None
     if (query is None) == (queries is None):
         raise click.UsageError("give either a QUERY or --queries FILE.jsonl")
     settings = load_settings(index_dir=index_dir, candidates=candidates, fusion=fusion, rrf_k=rrf_k)
     with SearchService(settings) as service:
         if queries is not None:
             batch = list(_read_queries(queries))
-            results = service.search_many([q for _, q in batch], k=k, mode=mode)
+            results = service.search_many(
+                [q for _, q in batch], k=k, mode=mode, filters=filters, merge=merge, rerank=rerank
+            )
             for (query_id, text), hits in zip(batch, results, strict=True):
                 line = {"id": query_id, "query": text, "hits": [h.to_json() for h in hits]}
                 click.echo(json.dumps(line, ensure_ascii=False))
             return
         assert query is not None
-        hits = service.search(query, k=k, mode=mode)
+        hits = service.search(query, k=k, mode=mode, filters=filters, merge=merge, rerank=rerank)
     if as_json:
         click.echo(json.dumps([h.to_json() for h in hits], indent=2, ensure_ascii=False))
     else:
@@ -276,6 +297,8 @@ def _print_hits(query: str, hits: list[Hit]) -> None:
         ranks = ", ".join(f"{name} #{s.rank}" for name, s in hit.scores.items())
         table.add_row(str(hit.rank), where, snippet, f"{hit.score:.4f}\n{ranks}")
     out_console.print(table, highlight=False)
+    for flag in dict.fromkeys(f for hit in hits for f in hit.flags):
+        out_console.print(f"note: {flag}", highlight=False)
 
 
 @main.command("serve")

@@ -16,7 +16,7 @@ from ctxr.errors import ConfigError
 
 ContextMode = Literal["auto", "llm", "outline", "none"]
 SearchMode = Literal["hybrid", "dense", "bm25"]
-FusionMethod = Literal["dbsf", "rrf"]
+FusionMethod = Literal["dbsf", "rrf", "weighted"]
 
 
 class Settings(BaseSettings):
@@ -67,6 +67,12 @@ class Settings(BaseSettings):
     # DBSF by default: on anthropic-codebase and SciFact it beat RRF k=60 (docs/EVALUATION.md).
     fusion: FusionMethod = Field("dbsf", description="how hybrid search fuses the two rankings")
     rrf_k: int = Field(60, ge=0, description="reciprocal rank fusion constant")
+    # Weighted rank fusion as in Anthropic's contextual-retrieval reference: sum w / (k + rank)
+    # over each retriever's top `candidates`, with their 0.8 dense / 0.2 BM25 and k = 0.
+    fusion_weights: str = Field(
+        "dense=0.8,bm25=0.2", description="weighted fusion: RETRIEVER=WEIGHT,... (dense, bm25)"
+    )
+    weighted_k: int = Field(0, ge=0, description="weighted rank fusion constant")
     candidates: int = Field(50, ge=1, le=10_000, description="top-N per retriever before fusion")
     # 256, not 128: recall@10 vs exact on SciFact's real MiniLM vectors is 0.997 at 128 but
     # 0.989 at 128 / 0.992 at 256 at 100k points (bench/hnsw_recall.py, docs/BENCHMARKS.md),
@@ -74,6 +80,24 @@ class Settings(BaseSettings):
     hnsw_ef: int = Field(256, ge=1, description="HNSW search breadth once the index is built")
     optimize_min_points: int = Field(
         10_000, ge=0, description="build HNSW after a run once the index holds this many points"
+    )
+    # Reranking (`ctxr.retrieve.rerank`): off unless a request or CTXR_RERANK names a reranker.
+    rerank: Literal["llm", "http", "cross-encoder", "none"] | None = Field(
+        None, description="reranker used when a request names none; none/unset = off"
+    )
+    rerank_candidates: int = Field(
+        50, ge=1, le=1000, description="top-N fused candidates the reranker reads"
+    )
+    rerank_timeout: float = Field(
+        10.0, gt=0, description="seconds before a reranker gives up (fused order, flagged)"
+    )
+    rerank_url: str | None = Field(
+        None, description="Cohere-compatible rerank endpoint, e.g. https://api.cohere.com/v2/rerank"
+    )
+    rerank_api_key: SecretStr | None = Field(None, description="bearer key for CTXR_RERANK_URL")
+    rerank_model: str | None = Field(None, description="model sent to CTXR_RERANK_URL")
+    rerank_model_path: Path | None = Field(
+        None, description="directory with a cross-encoder's model.onnx and tokenizer.json"
     )
     # A Qdrant server or cluster instead of the embedded shard; same schema, local manifest.
     qdrant_url: str | None = Field(None, description="e.g. http://localhost:6333; unset = embedded")
@@ -91,13 +115,47 @@ class Settings(BaseSettings):
     api_access_log: bool = Field(True, description="one JSON line per request on stderr")
     api_log_queries: bool = Field(False, description="put query text in the access log")
 
+    @field_validator("fusion_weights")
+    @classmethod
+    def _weights_parse(cls, value: str) -> str:
+        parse_weights(value)
+        return value
+
     @field_validator(
-        "qdrant_url", "qdrant_api_key", "embedding_model", "embedding_dimensions", mode="before"
+        "qdrant_url",
+        "qdrant_api_key",
+        "embedding_model",
+        "embedding_dimensions",
+        "rerank",
+        "rerank_url",
+        "rerank_api_key",
+        "rerank_model",
+        "rerank_model_path",
+        mode="before",
     )
     @classmethod
     def _blank_is_unset(cls, value: Any) -> Any:
         # `CTXR_QDRANT_URL=` in a .env means "not set", not "a server at ''".
         return None if isinstance(value, str) and not value.strip() else value
+
+
+def parse_weights(text: str) -> dict[str, float]:
+    """`dense=0.8,bm25=0.2` into {"dense": 0.8, "bm25": 0.2}; ValueError naming the problem."""
+    weights: dict[str, float] = {}
+    for part in text.split(","):
+        name, sep, raw = part.partition("=")
+        name = name.strip()
+        if not sep or name not in ("dense", "bm25"):
+            raise ValueError(f"expected dense=W,bm25=W, got {text!r}")
+        try:
+            weights[name] = float(raw)
+        except ValueError:
+            raise ValueError(f"weight of {name} is not a number: {raw.strip()!r}") from None
+        if weights[name] < 0:
+            raise ValueError(f"weight of {name} must be >= 0, got {weights[name]}")
+    if not any(weights.values()):
+        raise ValueError(f"at least one weight must be above 0, got {text!r}")
+    return weights
 
 
 def load_settings(**overrides: Any) -> Settings:

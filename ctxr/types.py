@@ -102,9 +102,11 @@ class Hit:
     context: str
     score: float
     scores: Mapping[str, RetrieverScore] = field(default_factory=dict)
+    # Why a hit is not what was asked for, e.g. "rerank failed: timeout" (fused order kept).
+    flags: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, object]:
-        return {
+        data: dict[str, object] = {
             "rank": self.rank,
             "chunk_id": self.chunk_id,
             "doc_id": self.doc_id,
@@ -117,3 +119,6 @@ class Hit:
             "score": self.score,
             "scores": {name: {"score": s.score, "rank": s.rank} for name, s in self.scores.items()},
         }
+        if self.flags:  # only when there is something to say: unflagged hits read as before
+            data["flags"] = list(self.flags)
+        return data

@@ -23,6 +23,7 @@ from ctxr.index.store import (
     ScoredRecord,
     StoredPoint,
 )
+from ctxr.retrieve.filters import PayloadFilter, edge_filter
 
 
 class EdgeStore:
@@ -87,19 +88,28 @@ class EdgeStore:
         match = qe.FieldCondition("doc_id", match=qe.MatchAny(list(doc_ids)))
         self._shard.update(qe.UpdateOperation.delete_points_by_filter(qe.Filter(must=[match])))
 
-    def query_dense(self, vector: Sequence[float], limit: int) -> list[ScoredRecord]:
+    def query_dense(
+        self, vector: Sequence[float], limit: int, where: PayloadFilter | None = None
+    ) -> list[ScoredRecord]:
         query = qe.Query.Nearest([float(x) for x in vector], using=DENSE_VECTOR)
-        return self._query(query, limit)
+        return self._query(query, limit, where)
 
-    def query_sparse(self, sparse: SparseTerms, limit: int) -> list[ScoredRecord]:
+    def query_sparse(
+        self, sparse: SparseTerms, limit: int, where: PayloadFilter | None = None
+    ) -> list[ScoredRecord]:
         if not sparse.indices:
             return []  # a query of only stop words matches nothing; Qdrant would reject it
         vector = qe.SparseVector(sparse.indices, sparse.values)
-        return self._query(qe.Query.Nearest(vector, using=SPARSE_VECTOR), limit)
+        return self._query(qe.Query.Nearest(vector, using=SPARSE_VECTOR), limit, where)
 
-    def _query(self, query: Any, limit: int) -> list[ScoredRecord]:
+    def _query(self, query: Any, limit: int, where: PayloadFilter | None) -> list[ScoredRecord]:
         request = qe.QueryRequest(
-            limit=limit, query=query, with_payload=True, with_vector=False, params=self._params
+            limit=limit,
+            query=query,
+            filter=edge_filter(where),
+            with_payload=True,
+            with_vector=False,
+            params=self._params,
         )
         return [
             ScoredRecord(str(p.id), float(p.score), dict(p.payload or {}))

@@ -32,6 +32,7 @@ from ctxr.index.store import (
     ScoredRecord,
     StoredPoint,
 )
+from ctxr.retrieve.filters import PayloadFilter, client_filter
 
 UPSERT_BATCH = 256  # points per request: keeps request bodies well under a server's limits
 
@@ -233,21 +234,28 @@ class QdrantServerStore:
         with self._errors("deleting from"):
             self._client.delete(self._collection, selector, wait=True)
 
-    def query_dense(self, vector: Sequence[float], limit: int) -> list[ScoredRecord]:
-        return self._query([float(x) for x in vector], DENSE_VECTOR, limit)
+    def query_dense(
+        self, vector: Sequence[float], limit: int, where: PayloadFilter | None = None
+    ) -> list[ScoredRecord]:
+        return self._query([float(x) for x in vector], DENSE_VECTOR, limit, where)
 
-    def query_sparse(self, sparse: SparseTerms, limit: int) -> list[ScoredRecord]:
+    def query_sparse(
+        self, sparse: SparseTerms, limit: int, where: PayloadFilter | None = None
+    ) -> list[ScoredRecord]:
         if not sparse.indices:
             return []  # a query of only stop words matches nothing; Qdrant would reject it
         vector = models.SparseVector(indices=list(sparse.indices), values=list(sparse.values))
-        return self._query(vector, SPARSE_VECTOR, limit)
+        return self._query(vector, SPARSE_VECTOR, limit, where)
 
-    def _query(self, query: Any, using: str, limit: int) -> list[ScoredRecord]:
+    def _query(
+        self, query: Any, using: str, limit: int, where: PayloadFilter | None
+    ) -> list[ScoredRecord]:
         with self._errors("searching"):
             response = self._client.query_points(
                 self._collection,
                 query=query,
                 using=using,
+                query_filter=client_filter(where),
                 limit=limit,
                 with_payload=True,
                 with_vectors=False,

@@ -14,11 +14,15 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ctxr.index.bm25 import SparseTerms
+from ctxr.retrieve.filters import PayloadFilter
 
 DENSE_VECTOR = "dense"
 SPARSE_VECTOR = "bm25"
-# Payload fields we filter on get a keyword index, so deleting a document's points stays cheap.
-KEYWORD_FIELDS = ("doc_id", "source")
+# Payload fields we filter on get a keyword index, so deleting a document's points stays cheap
+# and a search filter (ctxr.retrieve.filters) on them is planned from the index.
+KEYWORD_FIELDS = (
+    *("doc_id", "source", "kind", "language", "source_dirs", "source_dir", "source_ext"),
+)
 # Points fetched per scroll page when listing one document's chunks.
 SCROLL_PAGE = 256
 
@@ -43,9 +47,15 @@ class Store(Protocol):
 
     def delete_documents(self, doc_ids: Sequence[str]) -> None: ...
 
-    def query_dense(self, vector: Sequence[float], limit: int) -> list[ScoredRecord]: ...
+    def query_dense(
+        self, vector: Sequence[float], limit: int, where: PayloadFilter | None = None
+    ) -> list[ScoredRecord]:
+        """The `limit` nearest points among those `where` admits (inside the search)."""
+        ...
 
-    def query_sparse(self, sparse: SparseTerms, limit: int) -> list[ScoredRecord]: ...
+    def query_sparse(
+        self, sparse: SparseTerms, limit: int, where: PayloadFilter | None = None
+    ) -> list[ScoredRecord]: ...
 
     def count(self) -> int: ...
 

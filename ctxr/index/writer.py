@@ -19,6 +19,8 @@ from ctxr.index.embed import Embedder
 from ctxr.index.manifest import DocumentEntry, Manifest
 from ctxr.index.store import Store, StoredPoint
 from ctxr.progress import Progress
+from ctxr.retrieve.filters import source_fields
+from ctxr.retrieve.passages import space_after
 from ctxr.types import ContextualChunk, Document
 
 WRITE_BATCH_CHUNKS = 256
@@ -157,6 +159,7 @@ def _payload(document: Document, situated: ContextualChunk) -> dict[str, object]
     return {
         "doc_id": document.doc_id,
         "source": document.source,
+        **source_fields(document.source),  # what directory and glob filters match
         "title": document.title,
         "kind": document.kind,
         "language": document.language,
@@ -164,6 +167,7 @@ def _payload(document: Document, situated: ContextualChunk) -> dict[str, object]
         "index": chunk.index,
         "start": chunk.start,
         "end": chunk.end,
+        "space_after": space_after(document.text, chunk.end),  # lets merged passages stay exact
         "token_count": chunk.token_count,
         "heading_path": list(chunk.heading_path),
         "prefix": chunk.prefix,

@@ -9,7 +9,8 @@ docs/BENCHMARKS.md). An index that is missing or does not match the settings doe
 app: it starts, `/health` answers 503 with the reason, and so do the endpoints that need the
 index.
 
-Filters and rerankers are not part of the API yet; a request naming them is refused (422).
+A request may name a reranker (`rerank`); one that fails or times out returns the fused order
+with every hit flagged, never an error.
 """
 
 from __future__ import annotations
@@ -45,7 +46,6 @@ from ctxr.retrieve.api_models import (
 from ctxr.retrieve.service import SearchService
 
 log = logging.getLogger("ctxr.api")
-_NOT_BUILT = frozenset({"filters", "filter", "rerank", "reranker"})
 _UNAVAILABLE: dict[int | str, dict[str, Any]] = {
     503: {"model": ErrorResponse, "description": "the index cannot be used"}
 }
@@ -151,8 +151,11 @@ def create_app(settings: Settings) -> FastAPI:
             access["query_text"] = texts
         started = time.perf_counter()
         results = await run_in_threadpool(
-            svc.search_many, texts, body.k, body.mode, body.candidates, fusion
-        )
+            lambda: svc.search_many(
+                texts, body.k, body.mode, body.candidates, fusion,
+                filters=body.filters, merge=body.merge, rerank=body.rerank,
+            )
+        )  # fmt: skip
         hits = [[h.to_json() for h in result] for result in results]
         return SearchResponse.model_validate(
             {
@@ -237,8 +240,6 @@ def _explain(error: Any) -> Any:
     error = dict(error)
     if isinstance(error.get("input"), str | list | dict) and len(error["input"]) > 100:
         del error["input"]
-    if error.get("type") == "extra_forbidden" and error["loc"][-1] in _NOT_BUILT:
-        error["msg"] = "not supported yet: this API has no filters or reranking"
     return jsonable_encoder(error)
 
 

@@ -3,17 +3,19 @@
 The search request's limits come from the settings (`CTXR_API_MAX_*`), so its model is made
 per app by `search_request_model`; the limits then appear in the OpenAPI schema as
 `maxLength`/`maximum`/`maxItems`, and a request over one is answered 422 naming the field.
-Unknown fields are refused too: a client sending `filters` or `rerank` (not built yet) learns
-so instead of getting unfiltered results.
+Unknown fields are refused too, and so are unknown filter fields (422 naming the field): a
+misspelt filter must not come back unfiltered.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
+from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 
 from ctxr.config import FusionMethod, SearchMode, Settings
+from ctxr.errors import ConfigError
+from ctxr.retrieve.filters import parse_filters
 
 
 class SearchRequestBase(BaseModel):
@@ -27,6 +29,24 @@ class SearchRequestBase(BaseModel):
     mode: SearchMode = "hybrid"
     fusion: FusionMethod | None = Field(None, description="hybrid fusion; default CTXR_FUSION")
     candidates: int | None = Field(None, description="top-N per retriever before fusion")
+    filters: dict[str, Any] | None = Field(
+        None,
+        description='payload filters applied inside both retrievers, e.g. {"source": "docs/", '
+        '"kind": ["markdown", "text"], "token_count": {"gte": 50}}; see README "Filters"',
+    )
+    merge: bool = Field(False, description="merge adjacent hits of one document into passages")
+    rerank: Literal["llm", "http", "cross-encoder", "none"] | None = Field(
+        None, description="reranker over the top CTXR_RERANK_CANDIDATES; default CTXR_RERANK"
+    )
+
+    @field_validator("filters")
+    @classmethod
+    def _filters_parse(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        try:
+            parse_filters(value)
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
+        return value
 
     @model_validator(mode="after")
     def _one_of_query_or_queries(self) -> SearchRequestBase:
@@ -80,7 +100,10 @@ class HitModel(BaseModel):
     context: str
     score: float
     scores: dict[str, RetrieverScoreModel] = Field(
-        description="each retriever's own score and rank for this chunk (dense, bm25)"
+        description="each retriever's own score and rank for this chunk (dense, bm25, rerank)"
+    )
+    flags: list[str] | None = Field(
+        None, description='why a hit is not as asked, e.g. "rerank failed: timeout"'
     )
 
 

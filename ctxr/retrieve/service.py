@@ -2,30 +2,37 @@
 
 Hybrid search runs the dense and the BM25 retriever for the top `candidates` each, and fuses
 the two rankings in Python (not inside Qdrant) so that every hit keeps both retrievers' scores
-and ranks: by distribution-based score fusion (default) or reciprocal rank fusion. The CLI,
-the Python API and the HTTP API are thin layers over this class.
+and ranks: by distribution-based score fusion (default), reciprocal rank fusion or weighted
+rank fusion. Payload filters (`ctxr.retrieve.filters`) go into both retrievers' queries, so
+they narrow the candidates rather than the results; `merge=True` joins adjacent hits of one
+document into passages (`ctxr.retrieve.passages`). The CLI, the Python API and the HTTP API
+are thin layers over this class.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, get_args
 
-from ctxr.config import FusionMethod, SearchMode, Settings
+from ctxr.config import FusionMethod, SearchMode, Settings, parse_weights
 from ctxr.errors import ConfigError
 from ctxr.index import components
 from ctxr.index.bm25 import query_vector
 from ctxr.index.embed import Embedder
 from ctxr.index.manifest import Manifest
 from ctxr.index.store import ScoredRecord
+from ctxr.retrieve import rerank as reranking
+from ctxr.retrieve.filters import PayloadFilter, parse_filters
 from ctxr.retrieve.fusion import (
     Fused,
     distribution_based_score_fusion,
     reciprocal_rank_fusion,
     single_ranking,
 )
+from ctxr.retrieve.passages import merge_adjacent
 from ctxr.types import Hit
 
 MODES: tuple[str, ...] = get_args(SearchMode)
@@ -41,6 +48,8 @@ class SearchService:
         self._analyzer = components.make_analyzer(settings)
         self._check_compatible()
         self._store = components.open_store(settings, self.index_dir, self.manifest.settings.dim)
+        self._rerankers: dict[str, reranking.Reranker] = {}
+        self._rerankers_lock = threading.Lock()
 
     def _check_compatible(self) -> None:
         # The embedder is loaded lazily (a BM25-only search never pays for it), but its identity
@@ -63,6 +72,8 @@ class SearchService:
 
     def close(self) -> None:
         self._store.close()
+        for reranker in self._rerankers.values():
+            reranker.close()
         close_embedder = getattr(self._embedder, "close", None)
         if callable(close_embedder):
             close_embedder()  # an HTTP embedder holds connections
@@ -74,8 +85,15 @@ class SearchService:
         mode: str = "hybrid",
         candidates: int | None = None,
         fusion: str | None = None,
+        *,
+        filters: Mapping[str, Any] | None = None,
+        merge: bool = False,
+        rerank: str | None = None,
     ) -> list[Hit]:
-        return self.search_many([query], k, mode, candidates, fusion)[0]
+        many = self.search_many(
+            [query], k, mode, candidates, fusion, filters=filters, merge=merge, rerank=rerank
+        )
+        return many[0]
 
     def search_many(
         self,
@@ -84,11 +102,21 @@ class SearchService:
         mode: str = "hybrid",
         candidates: int | None = None,
         fusion: str | None = None,
+        *,
+        filters: Mapping[str, Any] | None = None,
+        merge: bool = False,
+        rerank: str | None = None,
     ) -> list[list[Hit]]:
         """Search several queries; their embeddings are computed in one batch.
 
-        `fusion` ("dbsf" or "rrf") overrides the configured method for this call.
+        `fusion` ("dbsf", "rrf" or "weighted") overrides the configured method for this call;
+        `filters` (see `ctxr.retrieve.filters`) restricts both retrievers to matching chunks;
+        `merge` joins adjacent hits of one document into one passage (so fewer than k may come);
+        `rerank` ("llm", "http", "cross-encoder", "none"; default CTXR_RERANK) reorders the top
+        `rerank_candidates` fused hits and keeps k (fused order, flagged, if it fails).
         """
+        reranker = self.reranker(rerank)
+        where = parse_filters(filters)
         if mode not in MODES:
             raise ConfigError(f"unknown search mode {mode!r}; use one of {', '.join(MODES)}")
         fusion = fusion or self.settings.fusion
@@ -97,12 +125,32 @@ class SearchService:
         if k < 1:
             raise ConfigError(f"k must be at least 1, got {k}")
         depth = max(candidates or self.settings.candidates, k)
-        return [self._fuse(r, k, fusion) for r in self.retrieve(queries, mode, depth)]
+        top = max(k, self.settings.rerank_candidates) if reranker else k
+        retrieved = self.retrieve(queries, mode, depth, where)
+        results = [self._fuse(r, top, fusion) for r in retrieved]
+        if reranker is not None:
+            results = [reranker.rerank(q, h, k).hits for q, h in zip(queries, results, strict=True)]
+        if merge:
+            results = [
+                merge_adjacent(h, _spaces(r)) for h, r in zip(results, retrieved, strict=True)
+            ]
+        return results
+
+    def reranker(self, name: str | None) -> reranking.Reranker | None:
+        """The reranker `name` asks for (None: the configured one), made once per service."""
+        chosen = reranking.resolve(name, self.settings)
+        if chosen is None:
+            return None
+        with self._rerankers_lock:
+            if chosen not in self._rerankers:
+                self._rerankers[chosen] = reranking.make_reranker(chosen, self.settings)
+            return self._rerankers[chosen]
 
     def retrieve(
-        self, queries: Sequence[str], mode: str, depth: int
+        self, queries: Sequence[str], mode: str, depth: int, where: PayloadFilter | None = None
     ) -> list[dict[str, list[ScoredRecord]]]:
-        """Each retriever's own top-`depth` ranking per query, before fusion."""
+        """Each retriever's own top-`depth` ranking per query among the chunks `where` admits,
+        before fusion."""
         vectors = None
         if mode in ("hybrid", "dense") and queries:
             assert self._embedder is not None
@@ -111,10 +159,10 @@ class SearchService:
         for i, query in enumerate(queries):
             rankings: dict[str, list[ScoredRecord]] = {}
             if vectors is not None:
-                rankings["dense"] = self._store.query_dense(vectors[i].tolist(), depth)
+                rankings["dense"] = self._store.query_dense(vectors[i].tolist(), depth, where)
             if mode in ("hybrid", "bm25"):
                 sparse = query_vector(self._analyzer.terms(query))
-                rankings["bm25"] = self._store.query_sparse(sparse, depth)
+                rankings["bm25"] = self._store.query_sparse(sparse, depth, where)
             results.append(rankings)
         return results
 
@@ -127,6 +175,10 @@ class SearchService:
             fused = single_ranking(name, ranking)
         elif fusion == "rrf":
             fused = reciprocal_rank_fusion(keyed, k=self.settings.rrf_k)
+        elif fusion == "weighted":
+            # A retriever left out of CTXR_FUSION_WEIGHTS counts for nothing, not for 1.
+            weights = {"dense": 0.0, "bm25": 0.0, **parse_weights(self.settings.fusion_weights)}
+            fused = reciprocal_rank_fusion(keyed, k=self.settings.weighted_k, weights=weights)
         else:
             fused = distribution_based_score_fusion(keyed)
         return [_hit(rank, item, records[item.key].payload) for rank, item in
@@ -158,6 +210,13 @@ class SearchService:
             "settings": self.manifest.settings,
             "updated_at": self.manifest.updated_at,
         }
+
+
+def _spaces(rankings: dict[str, list[ScoredRecord]]) -> dict[str, str]:
+    """Each retrieved chunk's following whitespace, which lets `merge_adjacent` bridge gaps."""
+    return {
+        r.point_id: str(r.payload.get("space_after") or "") for rs in rankings.values() for r in rs
+    }
 
 
 def _hit(rank: int, item: Fused[str], payload: dict[str, Any]) -> Hit:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from fakes.llm_cache import AnthropicPlan, OpenAIPlan
 from fakes.llm_embeddings import embed
 from fakes.llm_faults import Admission, Tokens, format_duration, format_retry_after, latency_for
+from fakes.llm_rerank import rerank
 from fakes.llm_wire import (
     BadRequest,
     Provider,
@@ -35,6 +36,7 @@ ROUTES: dict[str, tuple[str, Provider]] = {
     "/v1/messages/count_tokens": ("count_tokens", "anthropic"),
     "/v1/chat/completions": ("chat.completions", "openai"),
     "/v1/embeddings": ("embeddings", "openai"),
+    "/v1/rerank": ("rerank", "openai"),  # Cohere's shape; errors in OpenAI's
 }
 _REASONS = {529: "Overloaded"}
 
@@ -158,6 +160,8 @@ def handle_post(h: BaseHTTPRequestHandler, fake: FakeLLMServer) -> None:
             payload = json.dumps({"input_tokens": count_request_tokens(body, "anthropic")}).encode()
         elif endpoint == "embeddings":
             payload = embed(fake, body, record)
+        elif endpoint == "rerank":
+            payload = rerank(fake, body, record)
         else:
             payload = generate(fake, provider, body, record)
     except BadRequest as exc:

@@ -8,7 +8,8 @@ The real SDKs talk to it over HTTP/1.1 (keep-alive, dozens of concurrent connect
         assert all(n == 1 for n in server.cache_writes_by_prefix().values())
 
 Endpoints: ``POST /v1/messages``, ``POST /v1/messages/count_tokens``,
-``POST /v1/chat/completions``, ``POST /v1/embeddings`` (deterministic unit vectors from
+``POST /v1/chat/completions``, ``POST /v1/rerank`` (Cohere's shape, `fakes.llm_rerank`),
+``POST /v1/embeddings`` (deterministic unit vectors from
 `fakes.llm_wire.fake_embedding`, ``dimensions`` honoured, tokens counted with tiktoken).
 Token counts follow `fakes.llm_wire` (see its docstring and `count_request_tokens`); prompt
 caching follows `fakes.llm_cache` (a prefix becomes readable only when the response that wrote

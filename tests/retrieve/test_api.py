@@ -105,7 +105,8 @@ class TestInProcess:
             ({"query": "x", "mode": "fuzzy"}, ["body", "mode"], "literal_error"),
             ({"query": "x", "fusion": "max"}, ["body", "fusion"], "literal_error"),
             ({"query": "   "}, ["body", "query"], "string_pattern_mismatch"),
-            ({"query": "x", "filters": {"kind": "code"}}, ["body", "filters"], "extra_forbidden"),
+            ({"query": "x", "filters": {"colour": "red"}}, ["body", "filters"], "value_error"),
+            ({"query": "x", "filter": {"kind": "code"}}, ["body", "filter"], "extra_forbidden"),
             ({"query": "x", "queries": ["y"]}, ["body"], "value_error"),
             ({}, ["body"], "value_error"),
         ],
@@ -119,9 +120,10 @@ class TestInProcess:
         assert any(e["loc"] == loc and e["type"] == kind for e in errors), errors
         assert "x" * 101 not in response.text  # a long rejected query is not echoed back
 
-    def test_filters_and_rerank_are_refused_as_not_built(self, client: TestClient) -> None:
-        response = client.post("/search", headers=AUTH, json={"query": "x", "rerank": True})
-        assert "not supported yet" in response.json()["detail"][0]["msg"]
+    def test_unknown_reranker_is_422_naming_the_field(self, client: TestClient) -> None:
+        response = client.post("/search", headers=AUTH, json={"query": "x", "rerank": "magic"})
+        assert response.status_code == 422
+        assert response.json()["detail"][0]["loc"] == ["body", "rerank"]
 
     def test_malformed_json_is_422(self, client: TestClient) -> None:
         for raw in (b'{"query": ', b"[1, 2]", b'"just a string"'):
