@@ -20,7 +20,6 @@ model the first use of `dim` sends one one-text request to find out.
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -92,10 +91,7 @@ class OpenAIEmbedder:
             raise ConfigError(f"CTXR_EMBEDDING_DIMENSIONS must be positive, got {dimensions}")
         if max_attempts < 1:
             raise ConfigError(f"max_attempts must be at least 1, got {max_attempts}")
-        if not (api_key or os.environ.get(KEY_ENV)) and (
-            base_url or os.environ.get("OPENAI_BASE_URL")
-        ):
-            api_key = shared.PLACEHOLDER_KEY  # a local server needs none; the SDK insists
+        api_key = shared.openai_key(api_key, base_url)
         try:
             self._client = openai.OpenAI(
                 api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout

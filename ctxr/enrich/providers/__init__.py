@@ -10,6 +10,7 @@ provider failed.
 from __future__ import annotations
 
 import email.utils
+import os
 import time
 from collections.abc import Mapping
 from typing import Final
@@ -56,6 +57,14 @@ OPENAI_MIN_CACHEABLE: Final = 1024
 # An OpenAI-compatible server whose key is not needed (vLLM, Ollama, llama.cpp on loopback)
 # still gets an Authorization header: the OpenAI SDK refuses to start without some key.
 PLACEHOLDER_KEY: Final = "ctxr-no-key"
+
+
+def openai_key(api_key: str | None, base_url: str | None) -> str | None:
+    """The key to hand the OpenAI SDK: the given one, or None to let the SDK read
+    OPENAI_API_KEY, or the placeholder when only a base URL (a local server) is configured."""
+    if api_key or os.environ.get("OPENAI_API_KEY"):
+        return api_key
+    return PLACEHOLDER_KEY if base_url or os.environ.get("OPENAI_BASE_URL") else None
 
 
 def min_cacheable_tokens(provider: str, model: str) -> int:

@@ -9,7 +9,6 @@ through `OPENAI_BASE_URL`, which is how a user runs a local model.
 
 from __future__ import annotations
 
-import os
 import re
 from typing import Any
 
@@ -45,10 +44,7 @@ class OpenAILLM:
         # None lets the SDK read OPENAI_API_KEY and OPENAI_BASE_URL itself. A local
         # OpenAI-compatible server usually needs no key, but the SDK refuses to start without
         # one, so a base URL without a key gets a placeholder the server ignores.
-        if not (api_key or os.environ.get(KEY_ENV)) and (
-            base_url or os.environ.get("OPENAI_BASE_URL")
-        ):
-            api_key = shared.PLACEHOLDER_KEY
+        api_key = shared.openai_key(api_key, base_url)
         try:
             self._client = openai.AsyncOpenAI(
                 api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout
