@@ -5,36 +5,60 @@ index), `ctxr serve` is started as a subprocess on a free loopback port, exactly
 it (access log on, written to a file), and for each mode (and each `--clients` level) that many
 clients, all in one process on one `httpx.AsyncClient`, send `POST /search` one after another
 for `--seconds`, cycling through the 30 queries of the judged set. Printed per row: requests,
-requests/s, p50/p95/p99 latency as the client sees it (connection reuse on), and errors: any
-answer but 200, or a transport failure. The script exits 1 if there was any error.
+requests/s, p50/p95/p99 latency as the client sees it (connection reuse on), errors (any
+answer but 200, a transport failure, or a reranked mode whose hits carry no rerank score), and
+flagged: answers with any hit flagged (a reranker that failed and fell back to the fused
+order). The script exits 1 if there was any error or any flagged answer.
 
-Reranking is not part of the API yet, so there is no "with reranking" row.
+A mode ``MODE+RERANKER`` (``hybrid+http``, ``hybrid+llm``) sends ``"rerank": RERANKER``. The
+reranking backend is the test suite's fake server (`tests/fakes/llm_server.py`, imported with
+``tests/`` put on sys.path), started in this process on loopback, and ``ctxr serve`` is pointed
+at it (``CTXR_RERANK_URL=<fake>/v1/rerank``, ``CTXR_RERANK_MODEL``, ``CTXR_RERANK_API_KEY``; for the
+llm reranker ``CTXR_LLM_PROVIDER=anthropic`` and ``ANTHROPIC_BASE_URL``/``ANTHROPIC_API_KEY``).
+Latency model:
+
+- ``http`` (Cohere-shaped ``POST /v1/rerank``): uniform in ``--rerank-latency-ms`` (default
+  30-80 ms, seeded), a hosted rerank API's round trip for 50 short passages; scores are the
+  fake's deterministic word overlap.
+- ``llm`` (Anthropic Messages): the fake's `realistic_latency` times ``--llm-latency-scale``
+  (0.3 s + 20 us per prompt token + 8 ms per output token, ~5.3 s for 50 candidates: the JSON
+  list of 50 scores is ~600 output tokens); the answer scores every passage 0-10 by the same
+  word overlap.
 
 Usage::
 
-    python bench/api_load.py [--seconds 10] [--clients 1,8,32] [--modes hybrid,dense,bm25]
-        [--k 10] [--index DIR]
+    python bench/api_load.py [--seconds 10] [--clients 1,8,32]
+        [--modes hybrid,hybrid+http,hybrid+llm,dense,bm25] [--k 10] [--index DIR]
+        [--rerank-latency-ms 30,80] [--llm-latency-scale 1.0]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import platform
+import random
+import re
 import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 
-# Runnable as `python bench/api_load.py` from a checkout without installing ctxr.
+# Runnable as `python bench/api_load.py` from a checkout without installing ctxr; tests/ for the
+# fake reranking backend (`fakes.llm_server`).
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ctxr.config import load_settings
@@ -42,14 +66,20 @@ from ctxr.index.builder import build_index
 
 ROOT = Path(__file__).resolve().parents[1]
 JUDGED = ROOT / "tests" / "data" / "judged" / "queries.jsonl"
+RERANK_KEY = "bench-rerank-key"
+RERANK_MODEL = "rerank-v3.5"
+_PASSAGE = re.compile(r'<passage id="(\d+)">\n(.*?)\n</passage>', re.DOTALL)
+_QUERY = re.compile(r"<query>\n(.*?)\n</query>", re.DOTALL)
 
 
 @dataclass
 class Row:
     mode: str
+    rerank: str | None
     clients: int
     latencies_ms: list[float] = field(default_factory=list)
     errors: dict[str, int] = field(default_factory=dict)  # by status or exception
+    flagged: int = 0  # 200 answers with any hit flagged (a reranker fell back)
     seconds: float = 0.0
 
     def quantile(self, q: float) -> float:
@@ -68,10 +98,47 @@ def _queries() -> list[str]:
     return [json.loads(line)["query"] for line in lines if line.strip()]
 
 
+def _llm_scores(body: Mapping[str, Any]) -> str:
+    """The fake model's answer to a rerank prompt: every passage scored 0-10 by word overlap."""
+    from fakes.llm_rerank import relevance
+
+    content = body["messages"][0]["content"]
+    prompt = content if isinstance(content, str) else "".join(b["text"] for b in content)
+    found = _QUERY.search(prompt)
+    query = found.group(1) if found else ""
+    return json.dumps(
+        [
+            {"id": int(n), "score": round(10 * relevance(query, text))}
+            for n, text in _PASSAGE.findall(prompt)
+        ]
+    )
+
+
+@contextlib.contextmanager
+def _rerank_backend(http_ms: tuple[float, float], llm_scale: float) -> Iterator[Any]:
+    """The fake server on loopback: /v1/rerank at `http_ms`, Messages at realistic latency."""
+    from fakes.llm_faults import Tokens, realistic_latency
+    from fakes.llm_server import FakeLLMServer
+
+    rng = random.Random(0)
+    chat = realistic_latency(scale=llm_scale)
+
+    def latency(tokens: Tokens) -> float:
+        if tokens.output == 0 and tokens.uncached == 0:  # a rerank call (no tokens counted)
+            return rng.uniform(*http_ms) / 1000
+        return chat(tokens)
+
+    with FakeLLMServer(
+        latency=latency, respond=_llm_scores, keep_bodies=False, api_key=RERANK_KEY
+    ) as fake:
+        yield fake
+
+
 def _start_server(
-    index_dir: Path, cache_dir: Path, port: int, log: Path
+    index_dir: Path, cache_dir: Path, port: int, log: Path, extra_env: Mapping[str, str]
 ) -> subprocess.Popen[bytes]:
     env = {**os.environ, "CTXR_INDEX_DIR": str(index_dir), "CTXR_CACHE_DIR": str(cache_dir)}
+    env.update(extra_env)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     command = [sys.executable, "-c", "from ctxr.cli import main; main()", "serve",
                "--host", "127.0.0.1", "--port", str(port)]  # fmt: skip
@@ -91,30 +158,48 @@ def _start_server(
     raise SystemExit(f"ctxr serve did not become healthy in 60 s; see {log}")
 
 
+def _check(payload: Any, rerank: str | None) -> str | None:
+    """The verdict on a 200 answer: "flagged" if any hit carries a flag, "not reranked" if a
+    reranked answer's hits lack a rerank score, else None."""
+    hits = payload["hits"]
+    if any(h.get("flags") for h in hits):
+        return "flagged"
+    if rerank is not None and not all("rerank" in h["scores"] for h in hits):
+        return "not reranked"
+    return None
+
+
 async def _drive(url: str, mode: str, clients: int, seconds: float, k: int) -> Row:
-    row = Row(mode, clients)
+    search_mode, _, rerank = mode.partition("+")
+    row = Row(search_mode, rerank or None, clients)
     queries = _queries()
+    extra = {"rerank": rerank} if rerank else {}
     limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
-    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=30) as http:
-        for i in range(min(clients, 4)):  # warm the connections and the server's code paths
-            await http.post("/search", json={"query": queries[i], "k": k, "mode": mode})
+    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=60) as http:
+        warm = [{"query": q, "k": k, "mode": search_mode, **extra} for q in queries[:4]]
+        await asyncio.gather(*(http.post("/search", json=b) for b in warm[: min(clients, 4)]))
         stop = time.perf_counter() + seconds
 
         async def client(n: int) -> None:
             i = n
             while time.perf_counter() < stop:
-                body = {"query": queries[i % len(queries)], "k": k, "mode": mode}
+                body = {"query": queries[i % len(queries)], "k": k, "mode": search_mode, **extra}
                 i += clients
                 started = time.perf_counter()
+                verdict = None
                 try:
                     response = await http.post("/search", json=body)
-                    response.json()  # the whole body arrived and parses
+                    payload = response.json()  # the whole body arrived and parses
                     status = str(response.status_code)
+                    if status == "200":
+                        verdict = _check(payload, row.rerank)
                 except (httpx.HTTPError, ValueError) as exc:
                     status = type(exc).__name__
-                if status == "200":
+                if status == "200" and verdict != "not reranked":
                     row.latencies_ms.append((time.perf_counter() - started) * 1000)
+                    row.flagged += verdict == "flagged"
                 else:
+                    status = verdict or status
                     row.errors[status] = row.errors.get(status, 0) + 1
 
         began = time.perf_counter()
@@ -127,11 +212,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=10.0, help="per row")
     parser.add_argument("--clients", default="1,8,32", help="comma-separated concurrency levels")
-    parser.add_argument("--modes", default="hybrid,dense,bm25")
+    parser.add_argument("--modes", default="hybrid,hybrid+http,hybrid+llm,dense,bm25")
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--index", type=Path, help="an existing index (default: index examples/)")
+    parser.add_argument(
+        "--rerank-latency-ms", default="30,80", help="the fake /v1/rerank's latency range, ms"
+    )
+    parser.add_argument(
+        "--llm-latency-scale", type=float, default=1.0, help="scales the fake's chat latency"
+    )
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="ctxr-api-load-") as tmp:
+    modes = args.modes.split(",")
+    low, high = (float(x) for x in args.rerank_latency_ms.split(","))
+    with contextlib.ExitStack() as stack:
+        tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="ctxr-api-load-"))
         work = Path(tmp)
         index_dir, cache_dir = args.index or work / "index", work / "cache"
         if args.index is None:
@@ -139,12 +233,23 @@ def main() -> None:
             settings = load_settings(index_dir=index_dir, cache_dir=cache_dir)
             report = build_index(["examples"], settings)
             print(f"indexed examples/: {report.points_total} chunks", file=sys.stderr)
+        fake, extra_env = None, {}
+        if any("+" in m for m in modes):
+            fake = stack.enter_context(_rerank_backend((low, high), args.llm_latency_scale))
+            extra_env = {
+                "CTXR_RERANK_URL": f"{fake.base_url}/v1/rerank",
+                "CTXR_RERANK_MODEL": RERANK_MODEL,
+                "CTXR_RERANK_API_KEY": RERANK_KEY,
+                "CTXR_LLM_PROVIDER": "anthropic",
+                "ANTHROPIC_BASE_URL": fake.anthropic_base_url,
+                "ANTHROPIC_API_KEY": RERANK_KEY,
+            }
         port = _free_port()
-        server = _start_server(index_dir, cache_dir, port, work / "server.log")
+        server = _start_server(index_dir, cache_dir, port, work / "server.log", extra_env)
         try:
             rows = [
                 asyncio.run(_drive(f"http://127.0.0.1:{port}", mode, int(c), args.seconds, args.k))
-                for mode in args.modes.split(",")
+                for mode in modes
                 for c in args.clients.split(",")
             ]
         finally:
@@ -152,20 +257,32 @@ def main() -> None:
             server.wait(timeout=30)
         access_lines = sum(1 for _ in (work / "server.log").open(encoding="utf-8", errors="replace")
                            if _.startswith('{"method"'))  # fmt: skip
+        backend = (
+            Counter(f"{r.endpoint} {r.status}" for r in fake.requests) if fake is not None else {}
+        )
     print(f"python {platform.python_version()}, {os.cpu_count()} CPUs, {platform.machine()}; "
           f"{args.seconds:g} s per row, k = {args.k}; {access_lines} access-log lines")  # fmt: skip
+    if fake is not None:
+        print(f"rerank backend (fake, loopback): http {low:g}-{high:g} ms uniform, llm "
+              f"realistic_latency x {args.llm_latency_scale:g}; requests by endpoint and "
+              f"status: {dict(sorted(backend.items()))}")  # fmt: skip
     print(
-        "| mode | clients | requests | requests/s | p50 ms | p95 ms | p99 ms | mean ms | errors |"
+        "| mode | rerank | clients | requests | requests/s | p50 ms | p95 ms | p99 ms | mean ms "
+        "| errors | flagged |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         n = len(r.latencies_ms)
         mean = statistics.fmean(r.latencies_ms) if n else float("nan")
         p50, p95, p99 = (r.quantile(q) for q in (0.5, 0.95, 0.99))
-        print(f"| {r.mode} | {r.clients} | {n} | {n / r.seconds:.0f} | {p50:.1f} | {p95:.1f} | "
-              f"{p99:.1f} | {mean:.1f} | {sum(r.errors.values())} |")  # fmt: skip
-    if any(r.errors for r in rows):
-        raise SystemExit(f"errors: {[(r.mode, r.clients, r.errors) for r in rows if r.errors]}")
+        print(f"| {r.mode} | {r.rerank or 'none'} | {r.clients} | {n} | {n / r.seconds:.1f} | "
+              f"{p50:.1f} | {p95:.1f} | {p99:.1f} | {mean:.1f} | {sum(r.errors.values())} | "
+              f"{r.flagged} |")  # fmt: skip
+    bad = [
+        (r.mode, r.rerank, r.clients, r.errors, r.flagged) for r in rows if r.errors or r.flagged
+    ]
+    if bad:
+        raise SystemExit(f"errors or flagged answers: {bad}")
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import socket
 import urllib.error
 import urllib.request
@@ -31,12 +32,17 @@ UNREADABLE: Final = "rerank: unparseable answer"
 
 
 def endpoint(url: str) -> str:
-    """The URL to POST to: `url` itself when its path ends in /rerank, else `url` + /v1/rerank."""
+    """The URL to POST to: `url` itself when its path ends in /rerank; a base URL ending in a
+    version (`.../v1`, as OpenAI-style base URLs are written) gets /rerank; anything else
+    /v1/rerank."""
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ConfigError(f"CTXR_RERANK_URL={safe_url(url)!r} is not an http(s) URL")
-    if parts.path.rstrip("/").endswith("/rerank"):
+    path = parts.path.rstrip("/")
+    if path.endswith("/rerank"):
         return url
+    if re.search(r"/v\d+$", path):
+        return url.rstrip("/") + "/rerank"
     return url.rstrip("/") + DEFAULT_PATH
 
 

@@ -275,3 +275,19 @@ def test_api_search_with_rerank(examples_index: BuiltIndex, rerank_server: FakeL
     [hits] = slow.json()["results"]
     assert [h["chunk_id"] for h in hits] == [h["chunk_id"] for h in plain.json()["hits"]]
     assert all(h["flags"] == ["rerank failed: timeout"] for h in hits)
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("http://h:8080", "http://h:8080/v1/rerank"),
+        ("http://h:8080/v1", "http://h:8080/v1/rerank"),
+        ("http://h:8080/v2/", "http://h:8080/v2/rerank"),
+        ("https://api.example.com/v1/rerank", "https://api.example.com/v1/rerank"),
+        ("http://h/proxy", "http://h/proxy/v1/rerank"),
+    ],
+)
+def test_rerank_endpoint_from_the_configured_url(url: str, expected: str) -> None:
+    from ctxr.retrieve.rerank_http import endpoint
+
+    assert endpoint(url) == expected
