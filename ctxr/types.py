@@ -16,7 +16,7 @@ from typing import Literal
 # document overwrites its points instead of duplicating them.
 CHUNK_NAMESPACE = uuid.UUID("6f1c2a8e-3b7d-5e9f-a1c4-0d2e8b7f6a53")
 
-DocumentKind = Literal["markdown", "code", "text"]
+DocumentKind = Literal["markdown", "code", "text", "html", "pdf", "conversation"]
 ContextKind = Literal["llm", "outline", "none"]
 
 
@@ -59,8 +59,13 @@ class Chunk:
     start: int
     end: int
     token_count: int
-    heading_path: tuple[str, ...] = ()
+    heading_path: tuple[str, ...] = ()  # a section's heading trail, or a code symbol path
     prefix: str = ""
+    pages: tuple[int, ...] = ()  # 1-based pages the chunk spans (PDF)
+    # The enclosing section (parent-child chunking): a span of the document, returned in
+    # place of the small chunk when a search asks to expand hits.
+    parent_start: int | None = None
+    parent_end: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
