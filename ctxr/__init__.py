@@ -60,15 +60,19 @@ def search(
     fusion: str | None = None,
     filters: Mapping[str, Any] | None = None,
     merge: bool = False,
+    expand: bool = False,
     **settings: Any,
 ) -> list[Hit]:
     """One search against an index (opens and closes it; use `open_index` for many).
 
     `filters` restricts both retrievers to matching chunks, e.g. `{"source": "docs/",
     "kind": ["markdown", "text"]}` (see `ctxr.retrieve.filters`); `merge` joins adjacent hits
-    of one document into one passage."""
+    of one document into one passage; `expand` returns each hit's parent section (an index
+    built with `chunking="parent"`)."""
     with open_index(index_dir, **settings) as service:
-        return service.search(query, k=k, mode=mode, fusion=fusion, filters=filters, merge=merge)
+        return service.search(
+            query, k=k, mode=mode, fusion=fusion, filters=filters, merge=merge, expand=expand
+        )
 
 
 def estimate(

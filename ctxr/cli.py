@@ -68,6 +68,12 @@ index_option = click.option(
 @click.option("--prune/--no-prune", default=True, help="remove documents deleted from a folder")
 @click.option("--context", type=click.Choice(["auto", "llm", "outline", "none"]), default=None)
 @click.option("--chunk-tokens", type=int, default=None, help="chunk budget in tokens")
+@click.option(
+    "--chunking",
+    type=click.Choice(["structure", "semantic", "parent"]),
+    default=None,
+    help="structure, semantic (topic breakpoints) or parent (parent-child) [CTXR_CHUNKING]",
+)
 @click.option("--strict", is_flag=True, help="exit 1 if any file could not be loaded")
 @click.option("--json", "as_json", is_flag=True, help="print the report as JSON")
 @click.option("--dry-run", is_flag=True, help="only estimate the cost; write nothing")
@@ -78,6 +84,7 @@ def index_command(
     prune: bool,
     context: str | None,
     chunk_tokens: int | None,
+    chunking: str | None,
     strict: bool,
     as_json: bool,
     dry_run: bool,
@@ -87,7 +94,9 @@ def index_command(
     from ctxr.index.builder import build_index
     from ctxr.progress import NullProgress, Progress, RichProgress
 
-    settings = load_settings(index_dir=index_dir, context=context, chunk_tokens=chunk_tokens)
+    settings = load_settings(
+        index_dir=index_dir, context=context, chunk_tokens=chunk_tokens, chunking=chunking
+    )
     plan = resolve_context(settings)
     if plan.kind == "llm" and not dry_run:
         logging.getLogger("ctxr").info(f"contexts written by {plan.provider} {plan.model}")
@@ -221,6 +230,9 @@ def _print_estimate(result: Any, as_json: bool) -> None:
 )
 @click.option("--merge", is_flag=True, help="merge adjacent hits of one document into passages")
 @click.option(
+    "--expand", is_flag=True, help="return each hit's parent section (CTXR_CHUNKING=parent)"
+)
+@click.option(
     "--rerank",
     type=click.Choice(["llm", "http", "cross-encoder", "none"]),
     default=None,
@@ -238,6 +250,7 @@ def search_command(
     queries: Path | None,
     filter_exprs: tuple[str, ...],
     merge: bool,
+    expand: bool,
     rerank: str | None,
     as_json: bool,
 ) -> None:
@@ -253,14 +266,22 @@ def search_command(
         if queries is not None:
             batch = list(_read_queries(queries))
             results = service.search_many(
-                [q for _, q in batch], k=k, mode=mode, filters=filters, merge=merge, rerank=rerank
+                [q for _, q in batch],
+                k=k,
+                mode=mode,
+                filters=filters,
+                merge=merge,
+                rerank=rerank,
+                expand=expand,
             )
             for (query_id, text), hits in zip(batch, results, strict=True):
                 line = {"id": query_id, "query": text, "hits": [h.to_json() for h in hits]}
                 click.echo(json.dumps(line, ensure_ascii=False))
             return
         assert query is not None
-        hits = service.search(query, k=k, mode=mode, filters=filters, merge=merge, rerank=rerank)
+        hits = service.search(
+            query, k=k, mode=mode, filters=filters, merge=merge, rerank=rerank, expand=expand
+        )
     if as_json:
         click.echo(json.dumps([h.to_json() for h in hits], indent=2, ensure_ascii=False))
     else:
@@ -319,6 +340,77 @@ def serve_command(index_dir: Path | None, host: str, port: int) -> None:
             f"serving on {host} without CTXR_API_TOKEN: anyone who can reach it can search"
         )
     serve(settings, host=host, port=port)
+
+
+@main.command("split")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option(
+    "--max-tokens", type=int, default=None, help="chunk budget in tokens [CTXR_CHUNK_TOKENS]"
+)
+@click.option("--json", "as_json", is_flag=True, help="print the chunks as JSON")
+def split_command(file: Path, max_tokens: int | None, as_json: bool) -> None:
+    """Show how one file is chunked (offsets, tokens, trail, pages), for tuning a corpus."""
+    from ctxr.enrich.load import load_document
+    from ctxr.index.builder import default_chunker
+
+    settings = load_settings(chunk_tokens=max_tokens)
+    doc = load_document(file)  # the same load and split as `ctxr index`
+    chunks = default_chunker(settings)(doc)
+    if as_json:
+        click.echo(json.dumps(_split_json(doc, chunks, settings.chunk_tokens), indent=2))
+        return
+    _print_split(doc, chunks, settings.chunk_tokens)
+
+
+def _split_json(doc: Any, chunks: list[Any], budget: int) -> dict[str, Any]:
+    return {
+        "source": doc.source,
+        "kind": doc.kind,
+        "title": doc.title,
+        "language": doc.language,
+        "chars": len(doc.text),
+        "max_tokens": budget,
+        "chunks": [
+            {
+                "index": c.index,
+                "chunk_id": c.chunk_id,
+                "start": c.start,
+                "end": c.end,
+                "tokens": c.token_count,
+                "heading_path": list(c.heading_path),
+                "pages": list(c.pages),
+                "prefix": c.prefix,
+                "parent_start": c.parent_start,
+                "parent_end": c.parent_end,
+                "text": c.text,
+            }
+            for c in chunks
+        ],
+    }
+
+
+def _print_split(doc: Any, chunks: list[Any], budget: int) -> None:
+    from rich.text import Text
+
+    def snippet(text: str, width: int) -> Text:  # Text: "[12:01]" must not be read as markup
+        flat = " ".join(text.split())
+        return Text(flat if len(flat) <= width else flat[: width - 1] + "…")
+
+    title = f"{doc.source} ({doc.kind}): {len(chunks)} chunks, budget {budget} tokens"
+    table = Table(title=Text(title), title_justify="left")
+    for name in ("#", "start-end", "tokens", "trail", "pages", "prefix", "snippet"):
+        table.add_column(name, overflow="fold")
+    for c in chunks:
+        table.add_row(
+            str(c.index),
+            f"{c.start}-{c.end}",
+            str(c.token_count),
+            Text(" > ".join(c.heading_path)),
+            ",".join(map(str, c.pages)),
+            snippet(c.prefix, 24),
+            snippet(c.text, 60),
+        )
+    out_console.print(table)
 
 
 main.add_command(eval_command, "eval")

@@ -29,6 +29,14 @@ class Settings(BaseSettings):
     # that leaves room for the context prefix (see docs/DEPENDENCIES.md).
     chunk_tokens: int = Field(200, ge=16, le=8192, description="chunk budget in tiktoken tokens")
     chunk_overlap: int | None = Field(None, ge=0, description="overlap tokens; default per kind")
+    # Chunking options (ctxr.enrich.split.semantic / .parent); part of each document's recipe.
+    chunking: Literal["structure", "semantic", "parent"] = Field(
+        "structure", description="structure, semantic (topic breakpoints) or parent (parent-child)"
+    )
+    parent_tokens: int = Field(1024, ge=16, le=32768, description="parent section budget")
+    semantic_percentile: float = Field(
+        95.0, ge=0, le=100, description="semantic breakpoint distance percentile"
+    )
     encoding: str = Field("cl100k_base", description="tiktoken encoding used to size chunks")
     cache_dir: Path | None = Field(None, description="embedding cache; default INDEX_DIR/cache")
     max_file_bytes: int = Field(20_000_000, ge=1, description="larger files are skipped")

@@ -14,6 +14,9 @@ from pathlib import Path
 
 import pathspec
 
+from ctxr.enrich.html import HTML_SUFFIXES, extract_html
+from ctxr.enrich.pdf import load_pdf
+from ctxr.enrich.split.conversation import as_conversation
 from ctxr.errors import BinaryFileError, LoadError, UndecodableFileError
 from ctxr.types import Document, DocumentKind, text_hash
 
@@ -28,7 +31,7 @@ CODE_LANGUAGES = {
 }  # fmt: skip
 # Files whose suffix alone says they are not text; sniffing still catches the rest.
 BINARY_SUFFIXES = {
-    ".png", ".jpg", ".jpeg", ".gif", ".webp", ".ico", ".pdf", ".zip", ".gz", ".tar", ".bz2",
+    ".png", ".jpg", ".jpeg", ".gif", ".webp", ".ico", ".zip", ".gz", ".tar", ".bz2",
     ".xz", ".7z", ".so", ".dylib", ".dll", ".exe", ".bin", ".onnx", ".pyc", ".whl", ".class",
     ".jar", ".woff", ".woff2", ".ttf", ".mp3", ".mp4", ".wav", ".sqlite", ".db", ".parquet",
 }  # fmt: skip
@@ -112,6 +115,8 @@ def kind_of(path: Path) -> tuple[DocumentKind, str | None]:
     suffix = path.suffix.lower()
     if suffix in MARKDOWN_SUFFIXES:
         return "markdown", None
+    if suffix in HTML_SUFFIXES:
+        return "html", None
     if suffix in CODE_LANGUAGES:
         return "code", CODE_LANGUAGES[suffix]
     return "text", None
@@ -120,6 +125,8 @@ def kind_of(path: Path) -> tuple[DocumentKind, str | None]:
 def load_document(path: Path) -> Document:
     """Read one file as UTF-8 text; raise a `LoadError` naming the file and the fix."""
     source = path.as_posix()
+    if path.suffix.lower() == ".pdf":
+        return load_pdf(path)  # kind "pdf": the pages' text layer, see ctxr.enrich.pdf
     if path.suffix.lower() in BINARY_SUFFIXES:
         raise BinaryFileError(source, "binary file type; convert it to text to index it")
     try:
@@ -140,6 +147,18 @@ def load_document(path: Path) -> Document:
     if not text.strip():
         raise LoadError(source, "contains only whitespace; nothing to index")
     kind, language = kind_of(path)
+    if kind == "html":  # the chunks store, and their offsets refer to, the extracted text
+        page = extract_html(text)
+        if not page.text.strip():
+            raise LoadError(
+                source, "no text once scripts, styles and navigation are dropped; nothing to index"
+            )
+        return Document(
+            doc_id=source, source=source, text=page.text, kind="html",
+            title=page.title or path.name, sha256=text_hash(page.text),
+        )  # fmt: skip
+    if kind == "text" and (conversation := as_conversation(text, path.suffix.lower())):
+        text, kind = conversation, "conversation"  # a JSON export is rendered as turns
     return Document(
         doc_id=source,
         source=source,

@@ -20,10 +20,12 @@ from ctxr.config import Settings
 from ctxr.enrich.contexts import ContextPlan, resolve_context, situate_all
 from ctxr.enrich.load import Skipped, load_document, walk
 from ctxr.enrich.split import split_document
+from ctxr.enrich.split.parent import split_parent_child
+from ctxr.enrich.split.semantic import split_semantic
 from ctxr.errors import LoadError
 from ctxr.index import components
 from ctxr.index.analyzer import Bm25Analyzer
-from ctxr.index.embed import Embedder
+from ctxr.index.embed import Embedder, FloatMatrix
 from ctxr.index.manifest import MANIFEST_NAME, Manifest
 from ctxr.index.store import Store
 from ctxr.index.writer import IndexReport, Prepared, write
@@ -31,8 +33,35 @@ from ctxr.progress import NullProgress, Progress
 from ctxr.types import Chunk, Document
 
 
-def default_chunker(settings: Settings) -> Chunker:
-    """ctxr's splitter with the run's settings: what `build_index` chunks files with."""
+def default_chunker(settings: Settings, embedder: Embedder | None = None) -> Chunker:
+    """ctxr's splitter with the run's settings: what `build_index` chunks files with.
+
+    `CTXR_CHUNKING` picks structure (default), parent-child or semantic splitting; semantic
+    splitting embeds sentences with `embedder` (made from the settings when none is given)."""
+    if settings.chunking == "parent":
+        return functools.partial(
+            split_parent_child,
+            max_tokens=settings.chunk_tokens,
+            parent_tokens=settings.parent_tokens,
+            overlap_tokens=settings.chunk_overlap,
+            encoding=settings.encoding,
+        )
+    if settings.chunking == "semantic":
+        made: list[Embedder] = [embedder] if embedder is not None else []
+
+        def embed(texts: Sequence[str]) -> FloatMatrix:
+            if not made:
+                made.append(components.make_embedder(settings))
+            return made[0].embed(texts)
+
+        return functools.partial(
+            split_semantic,
+            embed=embed,
+            max_tokens=settings.chunk_tokens,
+            percentile=settings.semantic_percentile,
+            overlap_tokens=settings.chunk_overlap,
+            encoding=settings.encoding,
+        )
     return functools.partial(
         split_document,
         max_tokens=settings.chunk_tokens,
@@ -52,6 +81,11 @@ def document_recipe(settings: Settings, plan: ContextPlan, chunker_name: str) ->
         "context_position": settings.context_position,
         "prompt": plan.version,
     }
+    # The chunking option; the default adds nothing, so indexes written before it stay current.
+    if settings.chunking == "parent":
+        shape |= {"chunking": "parent", "parent_tokens": settings.parent_tokens}
+    elif settings.chunking == "semantic":
+        shape |= {"chunking": "semantic", "semantic_percentile": settings.semantic_percentile}
     return hashlib.sha256(json.dumps(shape, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -156,7 +190,13 @@ def _run(
         recipe = document_recipe(settings, plan, chunker_name)
         todo = collect(manifest, store, recipe, report, progress)
         prepared = _prepare(
-            todo, chunker or default_chunker(settings), plan, settings, analyzer, report, progress
+            todo,
+            chunker or default_chunker(settings, embedder),
+            plan,
+            settings,
+            analyzer,
+            report,
+            progress,
         )
         write(prepared, manifest, store, embedder, settings, recipe, report, progress)
         store.flush()

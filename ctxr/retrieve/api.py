@@ -153,7 +153,7 @@ def create_app(settings: Settings) -> FastAPI:
         results = await run_in_threadpool(
             lambda: svc.search_many(
                 texts, body.k, body.mode, body.candidates, fusion,
-                filters=body.filters, merge=body.merge, rerank=body.rerank,
+                filters=body.filters, merge=body.merge, rerank=body.rerank, expand=body.expand,
             )
         )  # fmt: skip
         hits = [[h.to_json() for h in result] for result in results]

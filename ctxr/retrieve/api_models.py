@@ -35,6 +35,7 @@ class SearchRequestBase(BaseModel):
         '"kind": ["markdown", "text"], "token_count": {"gte": 50}}; see README "Filters"',
     )
     merge: bool = Field(False, description="merge adjacent hits of one document into passages")
+    expand: bool = Field(False, description="return each hit's parent section (parent chunking)")
     rerank: Literal["llm", "http", "cross-encoder", "none"] | None = Field(
         None, description="reranker over the top CTXR_RERANK_CANDIDATES; default CTXR_RERANK"
     )

@@ -13,8 +13,8 @@ its first chunk, and for each retriever the best rank (with its score) any of it
 Passages come back in their best hit's order, ranks renumbered from 1; so k hits can give
 fewer passages.
 
-Expansion of a hit to its parent section needs parent-child chunks, which the splitter does not
-make yet; it is not offered.
+Expansion of a hit to its parent section (parent-child chunks) is `ctxr.retrieve.expand`; when
+both are asked for, hits are expanded first and the sections then merged.
 """
 
 from __future__ import annotations

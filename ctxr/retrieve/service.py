@@ -5,8 +5,9 @@ the two rankings in Python (not inside Qdrant) so that every hit keeps both retr
 and ranks: by distribution-based score fusion (default), reciprocal rank fusion or weighted
 rank fusion. Payload filters (`ctxr.retrieve.filters`) go into both retrievers' queries, so
 they narrow the candidates rather than the results; `merge=True` joins adjacent hits of one
-document into passages (`ctxr.retrieve.passages`). The CLI, the Python API and the HTTP API
-are thin layers over this class.
+document into passages (`ctxr.retrieve.passages`) and `expand=True` replaces hits of a
+parent-child index by their parent sections (`ctxr.retrieve.expand`). The CLI, the Python API
+and the HTTP API are thin layers over this class.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from ctxr.index.embed import Embedder
 from ctxr.index.manifest import Manifest
 from ctxr.index.store import ScoredRecord
 from ctxr.retrieve import rerank as reranking
+from ctxr.retrieve.expand import expand_parents
 from ctxr.retrieve.filters import PayloadFilter, parse_filters
 from ctxr.retrieve.fusion import (
     Fused,
@@ -89,9 +91,18 @@ class SearchService:
         filters: Mapping[str, Any] | None = None,
         merge: bool = False,
         rerank: str | None = None,
+        expand: bool = False,
     ) -> list[Hit]:
         many = self.search_many(
-            [query], k, mode, candidates, fusion, filters=filters, merge=merge, rerank=rerank
+            [query],
+            k,
+            mode,
+            candidates,
+            fusion,
+            filters=filters,
+            merge=merge,
+            rerank=rerank,
+            expand=expand,
         )
         return many[0]
 
@@ -106,6 +117,7 @@ class SearchService:
         filters: Mapping[str, Any] | None = None,
         merge: bool = False,
         rerank: str | None = None,
+        expand: bool = False,
     ) -> list[list[Hit]]:
         """Search several queries; their embeddings are computed in one batch.
 
@@ -114,6 +126,8 @@ class SearchService:
         `merge` joins adjacent hits of one document into one passage (so fewer than k may come);
         `rerank` ("llm", "http", "cross-encoder", "none"; default CTXR_RERANK) reorders the top
         `rerank_candidates` fused hits and keeps k (fused order, flagged, if it fails).
+        `expand` replaces each hit that has a parent section (`CTXR_CHUNKING=parent`) by that
+        section, hits of one section becoming one (before merging, when both are asked for).
         """
         reranker = self.reranker(rerank)
         where = parse_filters(filters)
@@ -130,10 +144,14 @@ class SearchService:
         results = [self._fuse(r, top, fusion) for r in retrieved]
         if reranker is not None:
             results = [reranker.rerank(q, h, k).hits for q, h in zip(queries, results, strict=True)]
+        spaces = [_spaces(r) for r in retrieved]
+        if expand:
+            for i, rankings in enumerate(retrieved):
+                expanded = expand_parents(results[i], _parents(rankings), self._payloads)
+                results[i] = expanded.hits
+                spaces[i] |= expanded.spaces
         if merge:
-            results = [
-                merge_adjacent(h, _spaces(r)) for h, r in zip(results, retrieved, strict=True)
-            ]
+            results = [merge_adjacent(h, s) for h, s in zip(results, spaces, strict=True)]
         return results
 
     def reranker(self, name: str | None) -> reranking.Reranker | None:
@@ -184,6 +202,9 @@ class SearchService:
         return [_hit(rank, item, records[item.key].payload) for rank, item in
                 enumerate(fused[:k], start=1)]  # fmt: skip
 
+    def _payloads(self, doc_id: str) -> list[dict[str, Any]]:
+        return [r.payload for r in self._store.document_points(doc_id)]
+
     def document(self, doc_id: str) -> dict[str, Any] | None:
         """One indexed document's chunks in order, each with its context; None if unknown."""
         records = self._store.document_points(doc_id)
@@ -217,6 +238,17 @@ def _spaces(rankings: dict[str, list[ScoredRecord]]) -> dict[str, str]:
     return {
         r.point_id: str(r.payload.get("space_after") or "") for rs in rankings.values() for r in rs
     }
+
+
+def _parents(rankings: dict[str, list[ScoredRecord]]) -> dict[str, tuple[int, int]]:
+    """Each retrieved chunk's parent section span, for chunks that have one."""
+    found: dict[str, tuple[int, int]] = {}
+    for rs in rankings.values():
+        for r in rs:
+            start, end = r.payload.get("parent_start"), r.payload.get("parent_end")
+            if start is not None and end is not None:
+                found[r.point_id] = (int(start), int(end))
+    return found
 
 
 def _hit(rank: int, item: Fused[str], payload: dict[str, Any]) -> Hit:

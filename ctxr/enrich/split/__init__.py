@@ -4,10 +4,18 @@
 
 * ``markdown``: sections by heading, merged while small, split by blocks and lines when large
   (see ``ctxr.enrich.split.markdown``); no overlap by default, since sections are natural units.
+* ``html``: the Markdown splitting of the page's extracted text (see ``ctxr.enrich.html``).
 * ``text``: recursive prose splitting by paragraphs, lines, sentences and words, with an
   overlap of 10% of ``max_tokens`` by default (see ``ctxr.enrich.split.recursive``).
-* ``code``: the same recursion with code seams (blank lines between top-level definitions,
-  blank lines, lines); no overlap by default, since repeated code confuses more than it helps.
+* ``code``: syntax-tree boundaries (functions, classes, methods) with tree-sitter for the
+  languages in ``CODE_SPLIT_LANGUAGES`` (see ``ctxr.enrich.split.code``); other languages, or
+  a grammar that fails to load, get the same recursion with code seams (blank lines between
+  top-level definitions, blank lines, lines); no overlap by default, since repeated code
+  confuses more than it helps.
+* ``pdf``: the prose splitting of the pages' text (10% overlap); each chunk's ``pages`` lists
+  the pages it touches (see ``ctxr.enrich.pdf``).
+* ``conversation``: whole turns packed per chunk, an over-long turn split as prose (see
+  ``ctxr.enrich.split.conversation``); no overlap by default.
 
 Guarantees, for every chunk: ``doc.text[start:end] == text``; the text is trimmed and never
 empty; ``token_count`` is its exact count and never exceeds ``max_tokens``; ids are
@@ -17,6 +25,9 @@ hold every non-whitespace character of the document. Offsets are Python ``str`` 
 
 from __future__ import annotations
 
+from ctxr.enrich.pdf import with_pages
+from ctxr.enrich.split.code import split_code
+from ctxr.enrich.split.conversation import split_conversation
 from ctxr.enrich.split.markdown import split_markdown
 from ctxr.enrich.split.recursive import CODE_LEVELS, PROSE_LEVELS, add_overlap, split_span
 from ctxr.enrich.split.sizing import MIN_MAX_TOKENS, Piece, Sizer, trim
@@ -29,7 +40,7 @@ __all__ = ["default_overlap", "split_document"]
 
 def default_overlap(kind: DocumentKind, max_tokens: int) -> int:
     """The overlap used when none is given: 10% of the budget for prose, none otherwise."""
-    return max_tokens // 10 if kind == "text" else 0
+    return max_tokens // 10 if kind in ("text", "pdf") else 0
 
 
 def split_document(
@@ -49,11 +60,17 @@ def split_document(
             f"got {overlap}"
         )
     sizer = Sizer(doc.text, encoding)
-    if doc.kind == "markdown":
+    if doc.kind in ("markdown", "html"):  # HTML is loaded as Markdown-like text
         pieces = split_markdown(sizer, max_tokens, overlap)
+    elif doc.kind == "conversation":
+        pieces = split_conversation(sizer, max_tokens, overlap)
+    elif doc.kind == "code" and (
+        code := split_code(sizer, doc.language, doc.source, max_tokens, overlap)
+    ):
+        pieces = code
     else:
         pieces = _split_plain(sizer, doc.kind, max_tokens, overlap)
-    return [
+    chunks = [
         Chunk(
             chunk_id=chunk_id_for(doc.doc_id, index),
             doc_id=doc.doc_id,
@@ -67,6 +84,7 @@ def split_document(
         )
         for index, piece in enumerate(pieces)
     ]
+    return with_pages(doc.text, chunks) if doc.kind == "pdf" else chunks
 
 
 def _split_plain(sizer: Sizer, kind: DocumentKind, max_tokens: int, overlap: int) -> list[Piece]:

@@ -1,0 +1,81 @@
+"""`ctxr split FILE`: one file's chunks and their metadata, through the real entry point."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from ctxr.cli import main
+from ctxr.enrich.load import load_document
+from ctxr.enrich.split import split_document
+from tests.enrich.test_pdf import make_pdf, sentences
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "docs" / "configuration.md"
+
+
+@pytest.fixture(autouse=True)
+def _clean_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # no stray ./.env settings
+    for name in ("CTXR_CHUNK_TOKENS", "CTXR_CHUNK_OVERLAP", "CTXR_CHUNKING"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def run(*args: object) -> Result:
+    return CliRunner().invoke(main, ["split", *map(str, args)], env={"COLUMNS": "200"})
+
+
+def test_json_matches_the_library_split() -> None:
+    result = run(EXAMPLE, "--json", "--max-tokens", "120")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    doc = load_document(EXAMPLE)
+    expected = split_document(doc, max_tokens=120)
+    assert data["kind"] == "markdown" and data["max_tokens"] == 120
+    assert [(c["start"], c["end"], c["tokens"]) for c in data["chunks"]] == [
+        (c.start, c.end, c.token_count) for c in expected
+    ]
+    for c in data["chunks"]:
+        assert doc.text[c["start"] : c["end"]] == c["text"]
+        assert c["tokens"] <= 120
+    assert any(c["heading_path"] for c in data["chunks"])
+
+
+def test_table_lists_every_chunk() -> None:
+    result = run(EXAMPLE, "--max-tokens", "120")
+    assert result.exit_code == 0, result.output
+    n = len(split_document(load_document(EXAMPLE), max_tokens=120))
+    assert f"{n} chunks, budget 120 tokens" in result.output
+    for header in ("start-end", "tokens", "trail", "pages", "prefix", "snippet"):
+        assert header in result.output
+
+
+def test_pdf_pages_in_both_outputs(tmp_path: Path) -> None:
+    path = tmp_path / "report.pdf"
+    path.write_bytes(make_pdf([sentences(1, 20), sentences(2, 20)]))
+    data = json.loads(run(path, "--json", "--max-tokens", "64").output)
+    assert data["kind"] == "pdf"
+    pages = [tuple(c["pages"]) for c in data["chunks"]]
+    assert pages[0] == (1,) and pages[-1] == (2,) and (1, 2) in pages
+    table = run(path, "--max-tokens", "64")
+    assert table.exit_code == 0 and "1,2" in table.output
+
+
+def test_conversation_markup_is_printed_verbatim(tmp_path: Path) -> None:
+    path = tmp_path / "standup.chat"
+    path.write_text("[09:00] Alice: [bold]hi[/bold]\n[09:01] Bob: hello\n", encoding="utf-8")
+    result = run(path)
+    assert result.exit_code == 0, result.output
+    assert "[09:00] Alice: [bold]hi[/bold]" in result.output
+    assert "turns 1-2 > Alice, Bob" in result.output
+
+
+def test_bad_file_is_one_line_error(tmp_path: Path) -> None:
+    path = tmp_path / "scan.pdf"
+    path.write_bytes(make_pdf([[]]))
+    result = run(path)
+    assert result.exit_code == 2
+    assert "OCR it first" in result.output
