@@ -72,8 +72,9 @@ def _error(
     fault: str | None = None,
 ) -> None:
     status, payload = error_body(kind, record.provider, message)
-    _send(h, record.provider, status, payload, headers)
+    # Recorded before the bytes go out: a client that has its answer sees the ledger complete.
     fake._finish(record, status, fault)
+    _send(h, record.provider, status, payload, headers)
 
 
 def _rfc3339_in(seconds: float) -> str:
@@ -147,8 +148,8 @@ def handle_post(h: BaseHTTPRequestHandler, fake: FakeLLMServer) -> None:
         return
     if kind in ("malformed", "wrong_shape"):
         payload = b'{"id": "msg_01", "type": "mess' if kind == "malformed" else b'{"result": []}'
-        _send(h, provider, 200, payload)
         fake._finish(record, 200, kind)
+        _send(h, provider, 200, payload)
         return
     if fault is not None and kind == "slow":
         fake._sleep(fault.delay_s)
@@ -170,8 +171,8 @@ def handle_post(h: BaseHTTPRequestHandler, fake: FakeLLMServer) -> None:
     except Exception as exc:  # a bug, or a test's `respond` raising: answer, don't hang
         _error(h, fake, record, "500", f"fake server error: {exc!r}", fault=kind)
         return
-    _send(h, provider, 200, payload, _rate_headers(provider, admission))
     fake._finish(record, 200, kind)
+    _send(h, provider, 200, payload, _rate_headers(provider, admission))
 
 
 def generate(fake: FakeLLMServer, provider: Provider, body: Any, record: RecordedRequest) -> bytes:
