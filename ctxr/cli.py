@@ -355,7 +355,10 @@ def split_command(file: Path, max_tokens: int | None, as_json: bool) -> None:
 
     settings = load_settings(chunk_tokens=max_tokens)
     doc = load_document(file)  # the same load and split as `ctxr index`
-    chunks = default_chunker(settings)(doc)
+    from ctxr.index import components
+
+    # The embedder's input is a hard cap, as in `ctxr index` (its tokenizer only is loaded).
+    chunks = default_chunker(settings, components.make_embedder(settings))(doc)
     if as_json:
         click.echo(json.dumps(_split_json(doc, chunks, settings.chunk_tokens), indent=2))
         return

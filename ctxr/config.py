@@ -7,12 +7,13 @@ lists them all. Flags reach here as keyword overrides from the CLI.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from ctxr.errors import ConfigError
+from ctxr.types import DocumentKind
 
 ContextMode = Literal["auto", "llm", "outline", "none"]
 SearchMode = Literal["hybrid", "dense", "bm25"]
@@ -29,6 +30,15 @@ class Settings(BaseSettings):
     # that leaves room for the context prefix (see docs/DEPENDENCIES.md).
     chunk_tokens: int = Field(200, ge=16, le=8192, description="chunk budget in tiktoken tokens")
     chunk_overlap: int | None = Field(None, ge=0, description="overlap tokens; default per kind")
+    # Per-kind budgets override chunk_tokens for those kinds: "code=300,markdown=400".
+    chunk_tokens_by_kind: str = Field(
+        "", description="per-kind chunk budgets: KIND=TOKENS,... (markdown, code, text, ...)"
+    )
+    # The embedder's input is a hard cap: a chunk whose prefix + text + this allowance for its
+    # context exceeds the embedder's max_tokens (word pieces) is split further.
+    context_reserve_tokens: int = Field(
+        48, ge=0, le=4096, description="embedder tokens kept free for each chunk's context"
+    )
     # Chunking options (ctxr.enrich.split.semantic / .parent); part of each document's recipe.
     chunking: Literal["structure", "semantic", "parent"] = Field(
         "structure", description="structure, semantic (topic breakpoints) or parent (parent-child)"
@@ -129,6 +139,16 @@ class Settings(BaseSettings):
         parse_weights(value)
         return value
 
+    @field_validator("chunk_tokens_by_kind")
+    @classmethod
+    def _kind_budgets_parse(cls, value: str) -> str:
+        parse_kind_budgets(value)
+        return value
+
+    def chunk_tokens_for(self, kind: str) -> int:
+        """The chunk budget for documents of `kind`: its own, else `chunk_tokens`."""
+        return parse_kind_budgets(self.chunk_tokens_by_kind).get(kind, self.chunk_tokens)
+
     @field_validator(
         "qdrant_url",
         "qdrant_api_key",
@@ -164,6 +184,28 @@ def parse_weights(text: str) -> dict[str, float]:
     if not any(weights.values()):
         raise ValueError(f"at least one weight must be above 0, got {text!r}")
     return weights
+
+
+def parse_kind_budgets(text: str) -> dict[str, int]:
+    """`code=300,markdown=400` into {"code": 300, "markdown": 400}; blank is {}."""
+    kinds = get_args(DocumentKind)
+    budgets: dict[str, int] = {}
+    for part in text.split(","):
+        if not part.strip():
+            continue
+        kind, sep, raw = part.partition("=")
+        kind = kind.strip()
+        if not sep or kind not in kinds:
+            raise ValueError(
+                f"expected KIND=TOKENS with KIND one of {', '.join(kinds)}, got {part!r}"
+            )
+        try:
+            budgets[kind] = int(raw)
+        except ValueError:
+            raise ValueError(f"budget of {kind} is not a whole number: {raw.strip()!r}") from None
+        if not 16 <= budgets[kind] <= 8192:
+            raise ValueError(f"budget of {kind} must be 16 to 8192, got {budgets[kind]}")
+    return budgets
 
 
 def load_settings(**overrides: Any) -> Settings:

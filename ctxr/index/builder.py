@@ -16,10 +16,11 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from ctxr.config import Settings
+from ctxr.config import Settings, parse_kind_budgets
 from ctxr.enrich.contexts import ContextPlan, resolve_context, situate_all
 from ctxr.enrich.load import Skipped, load_document, walk
 from ctxr.enrich.split import split_document
+from ctxr.enrich.split.cap import cap_chunks, embedded_size
 from ctxr.enrich.split.parent import split_parent_child
 from ctxr.enrich.split.semantic import split_semantic
 from ctxr.errors import LoadError
@@ -37,16 +38,20 @@ def default_chunker(settings: Settings, embedder: Embedder | None = None) -> Chu
     """ctxr's splitter with the run's settings: what `build_index` chunks files with.
 
     `CTXR_CHUNKING` picks structure (default), parent-child or semantic splitting; semantic
-    splitting embeds sentences with `embedder` (made from the settings when none is given)."""
+    splitting embeds sentences with `embedder` (made from the settings when none is given).
+    Each document gets its kind's budget (`CTXR_CHUNK_TOKENS_BY_KIND`, else `CTXR_CHUNK_TOKENS`).
+    When `embedder` counts its own tokens, its input is a hard cap: chunks it would truncate,
+    with `CTXR_CONTEXT_RESERVE_TOKENS` kept for the context, are split further (`cap_chunks`).
+    """
+    split: Callable[..., list[Chunk]]
     if settings.chunking == "parent":
-        return functools.partial(
+        split = functools.partial(
             split_parent_child,
-            max_tokens=settings.chunk_tokens,
             parent_tokens=settings.parent_tokens,
             overlap_tokens=settings.chunk_overlap,
             encoding=settings.encoding,
         )
-    if settings.chunking == "semantic":
+    elif settings.chunking == "semantic":
         made: list[Embedder] = [embedder] if embedder is not None else []
 
         def embed(texts: Sequence[str]) -> FloatMatrix:
@@ -54,20 +59,33 @@ def default_chunker(settings: Settings, embedder: Embedder | None = None) -> Chu
                 made.append(components.make_embedder(settings))
             return made[0].embed(texts)
 
-        return functools.partial(
+        split = functools.partial(
             split_semantic,
             embed=embed,
-            max_tokens=settings.chunk_tokens,
             percentile=settings.semantic_percentile,
             overlap_tokens=settings.chunk_overlap,
             encoding=settings.encoding,
         )
-    return functools.partial(
-        split_document,
-        max_tokens=settings.chunk_tokens,
-        overlap_tokens=settings.chunk_overlap,
-        encoding=settings.encoding,
-    )
+    else:
+        split = functools.partial(
+            split_document, overlap_tokens=settings.chunk_overlap, encoding=settings.encoding
+        )
+    budgets = parse_kind_budgets(settings.chunk_tokens_by_kind)
+    count_tokens = getattr(embedder, "count_tokens", None)
+    if embedder is None or not callable(count_tokens):
+
+        def chunker(doc: Document) -> list[Chunk]:
+            return split(doc, max_tokens=budgets.get(doc.kind, settings.chunk_tokens))
+
+        return chunker
+    size = embedded_size(count_tokens)
+    limit = embedder.max_tokens - settings.context_reserve_tokens
+
+    def capped(doc: Document) -> list[Chunk]:
+        chunks = split(doc, max_tokens=budgets.get(doc.kind, settings.chunk_tokens))
+        return cap_chunks(doc, chunks, size, limit, encoding=settings.encoding).chunks
+
+    return capped
 
 
 def document_recipe(settings: Settings, plan: ContextPlan, chunker_name: str) -> str:
@@ -86,6 +104,11 @@ def document_recipe(settings: Settings, plan: ContextPlan, chunker_name: str) ->
         shape |= {"chunking": "parent", "parent_tokens": settings.parent_tokens}
     elif settings.chunking == "semantic":
         shape |= {"chunking": "semantic", "semantic_percentile": settings.semantic_percentile}
+    # Per-kind budgets and a non-default context reserve only when set, likewise.
+    if budgets := parse_kind_budgets(settings.chunk_tokens_by_kind):
+        shape["chunk_tokens_by_kind"] = budgets
+    if settings.context_reserve_tokens != Settings.model_fields["context_reserve_tokens"].default:
+        shape["context_reserve_tokens"] = settings.context_reserve_tokens
     return hashlib.sha256(json.dumps(shape, sort_keys=True).encode()).hexdigest()[:16]
 
 

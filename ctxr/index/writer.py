@@ -96,7 +96,8 @@ def write(
         report.notices.append(
             f"{report.chunks_truncated} of {report.chunks_written} chunks exceed the embedder's "
             f"{embedder.max_tokens}-token input; their tails are found by BM25 only. "
-            "Lower CTXR_CHUNK_TOKENS to avoid this."
+            "ctxr's chunker splits chunks to fit, so these come from a chunker of your own "
+            "or from runs too short to split; lower the chunk budget to avoid them."
         )
 
 

@@ -21,6 +21,9 @@ Guarantees, for every chunk: ``doc.text[start:end] == text``; the text is trimme
 empty; ``token_count`` is its exact count and never exceeds ``max_tokens``; ids are
 ``chunk_id_for(doc_id, index)`` with indexes 0..n-1 in document order; and the chunks together
 hold every non-whitespace character of the document. Offsets are Python ``str`` indices.
+
+Budgets are tiktoken tokens; an embedder reads its own word pieces. ``ctxr.enrich.split.cap``
+splits further what an embedder would truncate (the index builder applies it).
 """
 
 from __future__ import annotations

@@ -121,7 +121,12 @@ def symbol_name(node: Node, language: str) -> tuple[str, ...]:
         declarator = node.child_by_field_name("declarator")
         while declarator is not None:
             name = declarator
-            declarator = declarator.child_by_field_name("declarator")
+            inner = declarator.child_by_field_name("declarator")
+            if inner is None:  # C++ `T& f()` / `T&& f()`: the reference wraps it unnamed
+                inner = next(
+                    (c for c in declarator.named_children if c.type.endswith("declarator")), None
+                )
+            declarator = inner
         if name is not None and name.child_by_field_name("name") is not None:
             name = name.child_by_field_name("name")
     if name is None or name.type.endswith("parameter_list"):

@@ -1,0 +1,284 @@
+"""Splitting throughput: ctxr's structure-aware splitter against chonkie and langchain (issue 3).
+
+The same corpus goes through every splitter, with the same budget: 512 tokens counted with
+tiktoken ``cl100k_base``, no overlap.
+
+* ctxr: ``split_document(doc, max_tokens=512, overlap_tokens=0)`` with the right kind per file
+  (``markdown``; ``code`` with its language; ``text``), i.e. the structure-aware path
+  (headings, tree-sitter, prose recursion).
+* chonkie: ``RecursiveChunker(tokenizer=<tiktoken cl100k_base>, chunk_size=512)`` with its
+  default (prose) rules, and ``TokenChunker`` (fixed 512-token windows) as a floor.
+* langchain: ``RecursiveCharacterTextSplitter.from_tiktoken_encoder(encoding_name="cl100k_base",
+  chunk_size=512, chunk_overlap=0)`` (its plain recursive path, default separators).
+
+Corpus (real text that ships with the workspace):
+
+* code: the 90 source files of ``../shared/data/anthropic-codebase/codebase_chunks.json``
+  (their ``content``); the JSON has no file names, so the language is guessed from the text
+  (Rust, Python, Java, C/C++, Go, JavaScript/TypeScript markers; see ``guess_language``).
+* prose: SciFact abstracts (``../shared/data/scifact/corpus.jsonl.gz``), title + abstract,
+  grouped ``--abstracts-per-doc`` to a document with blank lines between them (a lone abstract
+  is under the budget and would not be split at all), up to ``--prose-mb`` MB.
+* markdown: the repository's own README.md, docs/*.md and examples/docs/*.md, repeated as
+  separate documents until ``--markdown-mb`` MB (the set is only ~0.1 MB).
+
+Each splitter runs once to warm up (imports, grammars, tokenizer caches), then ``--runs`` times;
+the best run counts. chonkie's RecursiveChunker memoises token counts across calls; its cache is
+cleared before each document so that repeated runs and repeated files are not counted once.
+MB is 10^6 UTF-8 bytes. Budget compliance: every chunk's text is re-counted with cl100k_base
+(special tokens as text) and those over 512 are reported. When ctxr is slower than a peer's
+recursive splitter on a kind, one ctxr pass over that kind is run under cProfile and its top
+entries are printed.
+
+Usage (the peers are benchmark-only: ``pip install -e '.[bench]'`` or
+``pip install chonkie langchain-text-splitters``)::
+
+    python bench/split_compare.py [--runs 3] [--prose-mb 3] [--markdown-mb 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import gzip
+import io
+import json
+import os
+import platform
+import pstats
+import re
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+import tiktoken
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from ctxr.enrich.split import split_document  # noqa: E402
+from ctxr.enrich.tokens import get_encoding  # noqa: E402  (seeds tiktoken's cache offline)
+from ctxr.types import Document, text_hash  # noqa: E402
+
+BUDGET = 512
+ENCODING = "cl100k_base"
+DATA = ROOT.parent / "shared" / "data"
+
+# (pattern, language): the first language whose markers score highest wins.
+_MARKERS: dict[str, tuple[str, ...]] = {
+    "rust": (r"^\s*use [\w:]+(::\{|;|::\w)", r"\bfn \w+", r"\bimpl\b", r"\blet mut\b", r"^//!"),
+    "python": (r"^\s*def \w+\(", r"^\s*(from \S+ )?import \w", r"^\s*class \w+.*:$", r"self\."),
+    "java": (r"^package [\w.]+;", r"^import [\w.]+;", r"\bpublic (final )?class\b", r"@Override"),
+    "go": (r"^package \w+$", r"^func ", r":= ", r"^import \("),
+    "cpp": (r"^#include", r"\bstd::", r"\bnamespace\b", r"\btemplate\s*<", r"::\w+\("),
+    "c": (r"^#include <\w+\.h>", r"\bstruct \w+\s*\{", r"\btypedef\b", r"\bmalloc\("),
+    "typescript": (r"^\s*(export )?interface \w+", r":\s*(string|number|boolean)\b"),
+    "javascript": (r"\bfunction\b", r"\bconst \w+ = ", r"\brequire\(", r"=> "),
+}
+
+
+def guess_language(text: str) -> str:
+    scores = {
+        lang: sum(len(re.findall(p, text, re.MULTILINE)) for p in pats)
+        for lang, pats in _MARKERS.items()
+    }
+    if scores["typescript"] and scores["javascript"]:
+        scores["typescript"] += scores["javascript"]
+    return max(scores, key=lambda lang: scores[lang])
+
+
+def _doc(i: int, source: str, text: str, kind: str, language: str | None = None) -> Document:
+    return Document(
+        doc_id=f"{kind}-{i}", source=source, text=text, kind=kind,  # type: ignore[arg-type]
+        title=source, sha256=text_hash(text), language=language,
+    )  # fmt: skip
+
+
+def load_code() -> list[Document]:
+    rows = json.loads((DATA / "anthropic-codebase" / "codebase_chunks.json").read_text())
+    return [
+        _doc(i, row["doc_id"], row["content"], "code", guess_language(row["content"]))
+        for i, row in enumerate(rows)
+    ]
+
+
+def load_prose(max_mb: float, per_doc: int) -> list[Document]:
+    docs: list[Document] = []
+    group: list[str] = []
+    size = 0
+    with gzip.open(DATA / "scifact" / "corpus.jsonl.gz", "rt", encoding="utf-8") as fh:
+        for line in fh:
+            row = json.loads(line)
+            text = f"{row.get('title', '')}\n\n{row.get('text', '')}".strip()
+            group.append(text)
+            size += len(text.encode()) + 2
+            if len(group) == per_doc:
+                docs.append(_doc(len(docs), f"scifact-{len(docs)}", "\n\n".join(group), "text"))
+                group = []
+            if size >= max_mb * 1e6:
+                break
+    if group:
+        docs.append(_doc(len(docs), f"scifact-{len(docs)}", "\n\n".join(group), "text"))
+    return docs
+
+
+def load_markdown(max_mb: float) -> tuple[list[Document], int, float]:
+    files = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")),
+             *sorted((ROOT / "examples" / "docs").glob("*.md"))]  # fmt: skip
+    texts = [(str(p.relative_to(ROOT)), p.read_text(encoding="utf-8")) for p in files]
+    once = sum(len(t.encode()) for _, t in texts) / 1e6
+    docs: list[Document] = []
+    size = 0.0
+    while size < max_mb * 1e6:
+        for source, text in texts:
+            docs.append(_doc(len(docs), source, text, "markdown"))
+            size += len(text.encode())
+    return docs, len(files), once
+
+
+Splitter = Callable[[list[Document]], list[str]]
+
+
+def make_splitters() -> dict[str, Splitter]:
+    from chonkie import RecursiveChunker, TokenChunker
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
+
+    enc = get_encoding(ENCODING)  # the same Encoding object for every splitter
+    chonkie_rec = RecursiveChunker(tokenizer=enc, chunk_size=BUDGET)  # type: ignore[arg-type]
+    clear_count_cache = getattr(RecursiveChunker._estimate_token_count, "cache_clear", lambda: None)
+    chonkie_tok = TokenChunker(tokenizer=enc, chunk_size=BUDGET, chunk_overlap=0)  # type: ignore[arg-type]
+    lc = RecursiveCharacterTextSplitter.from_tiktoken_encoder(
+        encoding_name=ENCODING, chunk_size=BUDGET, chunk_overlap=0
+    )
+
+    def ctxr(docs: list[Document]) -> list[str]:
+        out: list[str] = []
+        for d in docs:
+            out.extend(c.text for c in split_document(d, max_tokens=BUDGET, overlap_tokens=0))
+        return out
+
+    def chonkie_recursive(docs: list[Document]) -> list[str]:
+        out: list[str] = []
+        for d in docs:
+            # RecursiveChunker memoises token counts per text in a class-wide lru_cache(4096):
+            # kept across documents and runs, the repeated runs (and the repeated Markdown
+            # files) would be counted once. Each document starts cold, as a new one would.
+            clear_count_cache()
+            out.extend(c.text for c in chonkie_rec.chunk(d.text))
+        return out
+
+    def chonkie_token(docs: list[Document]) -> list[str]:
+        return [c.text for d in docs for c in chonkie_tok.chunk(d.text)]
+
+    def langchain_recursive(docs: list[Document]) -> list[str]:
+        return [t for d in docs for t in lc.split_text(d.text)]
+
+    return {
+        "ctxr (structure-aware)": ctxr,
+        "chonkie RecursiveChunker": chonkie_recursive,
+        "langchain RecursiveCharacter": langchain_recursive,
+        "chonkie TokenChunker": chonkie_token,
+    }
+
+
+RECURSIVE_PEERS = ("chonkie RecursiveChunker", "langchain RecursiveCharacter")
+
+
+def measure(fn: Splitter, docs: list[Document], runs: int) -> tuple[float, list[str]]:
+    chunks = fn(docs)  # warm-up
+    best = float("inf")
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        chunks = fn(docs)
+        best = min(best, time.perf_counter() - t0)
+    return best, chunks
+
+
+def over_budget(enc: tiktoken.Encoding, texts: list[str]) -> tuple[int, int]:
+    counts = [len(t) for t in enc.encode_batch(texts, disallowed_special=(), num_threads=1)]
+    return sum(n > BUDGET for n in counts), max(counts, default=0)
+
+
+def _version(package: str) -> str:
+    try:
+        return version(package)
+    except PackageNotFoundError:  # ctxr run from a checkout that is not installed
+        return "(checkout)"
+
+
+def profile_ctxr(fn: Splitter, docs: list[Document], top: int) -> str:
+    prof = cProfile.Profile()
+    prof.enable()
+    fn(docs)
+    prof.disable()
+    buf = io.StringIO()
+    stats = pstats.Stats(prof, stream=buf).strip_dirs()
+    stats.sort_stats("tottime").print_stats(top)
+    stats.sort_stats("cumulative").print_stats(top)
+    return buf.getvalue()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--prose-mb", type=float, default=3.0)
+    ap.add_argument("--markdown-mb", type=float, default=3.0)
+    ap.add_argument("--abstracts-per-doc", type=int, default=50)
+    ap.add_argument("--profile-top", type=int, default=15)
+    ap.add_argument("--no-profile", action="store_true")
+    args = ap.parse_args()
+
+    md_docs, md_files, md_once = load_markdown(args.markdown_mb)
+    corpora = {
+        "code": load_code(),
+        "prose": load_prose(args.prose_mb, args.abstracts_per_doc),
+        "markdown": md_docs,
+    }
+    enc = get_encoding(ENCODING)
+    splitters = make_splitters()
+
+    print(f"python {platform.python_version()} on {platform.machine()}, "
+          f"{os.cpu_count()} CPUs ({platform.processor() or platform.platform()})")  # fmt: skip
+    print("versions: " + ", ".join(
+        f"{p} {_version(p)}" for p in ("ctxr", "chonkie", "chonkie-core",
+                                      "langchain-text-splitters", "tiktoken")))  # fmt: skip
+    langs = Counter(d.language for d in corpora["code"])
+    print(f"code languages (guessed): {dict(langs.most_common())}")
+    print(f"markdown: {md_files} files, {md_once:.3f} MB once, repeated to "
+          f"{len(md_docs)} documents")  # fmt: skip
+
+    results: dict[str, dict[str, tuple[float, int, int, int]]] = {}
+    for kind, docs in corpora.items():
+        mb = sum(len(d.text.encode()) for d in docs) / 1e6
+        print(f"\n## {kind}: {len(docs)} documents, {mb:.2f} MB")
+        results[kind] = {}
+        for name, fn in splitters.items():
+            secs, chunks = measure(fn, docs, args.runs)
+            over, worst = over_budget(enc, chunks)
+            results[kind][name] = (mb / secs, len(chunks), over, worst)
+            print(f"  {name:30s} {mb / secs:8.3f} MB/s  {secs:7.3f} s  {len(chunks):6d} chunks"
+                  f"  {over:5d} over {BUDGET} (max {worst})", flush=True)  # fmt: skip
+
+    base = "ctxr (structure-aware)"
+    print("\n| kind | splitter | MB/s | ctxr/peer | chunks | chunks > 512 tok (max) |")
+    print("|---|---|---:|---:|---:|---:|")
+    for kind, rows in results.items():
+        ctxr_rate = rows[base][0]
+        for name, (rate, n, over, worst) in rows.items():
+            ratio = "-" if name == base else f"{ctxr_rate / rate:.2f}x"
+            print(f"| {kind} | {name} | {rate:.3f} | {ratio} | {n} | {over} ({worst}) |")
+
+    if args.no_profile:
+        return
+    for kind, rows in results.items():
+        slower = [p for p in RECURSIVE_PEERS if rows[base][0] < rows[p][0]]
+        if slower:
+            print(f"\n## ctxr slower than {', '.join(slower)} on {kind}: cProfile of one pass")
+            print(profile_ctxr(splitters[base], corpora[kind], args.profile_top))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,157 @@
+"""The embedder's input as a hard cap on chunks, and per-kind chunk budgets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import BuiltIndex
+
+from ctxr.config import load_settings
+from ctxr.enrich.contexts import resolve_context
+from ctxr.enrich.split import split_document
+from ctxr.enrich.split.cap import cap_chunks, embedded_size
+from ctxr.enrich.split.parent import split_parent_child
+from ctxr.enrich.tokens import count_tokens
+from ctxr.errors import ConfigError
+from ctxr.index.builder import default_chunker, document_recipe
+from ctxr.index.embed import OnnxEmbedder
+from ctxr.types import Chunk, Document, DocumentKind, chunk_id_for, text_hash
+
+LIMIT = 256 - 48  # the local MiniLM's input less the default context reserve
+
+
+def make_doc(text: str, kind: DocumentKind, language: str | None = None) -> Document:
+    return Document(
+        doc_id="doc-1", source=f"doc-1.{kind}", text=text, kind=kind, title="doc-1",
+        sha256=text_hash(text), language=language,
+    )  # fmt: skip
+
+
+def check(doc: Document, chunks: list[Chunk]) -> None:
+    covered = bytearray(len(doc.text))
+    for i, chunk in enumerate(chunks):
+        assert chunk.index == i
+        assert chunk.chunk_id == chunk_id_for(doc.doc_id, i)
+        assert doc.text[chunk.start : chunk.end] == chunk.text
+        assert chunk.text.strip() == chunk.text != ""
+        assert chunk.token_count == count_tokens(chunk.text)
+        covered[chunk.start : chunk.end] = b"\x01" * (chunk.end - chunk.start)
+    assert all(covered[i] or ch.isspace() for i, ch in enumerate(doc.text))
+
+
+@pytest.fixture(scope="module")
+def embedder() -> OnnxEmbedder:
+    return OnnxEmbedder()  # count_tokens loads only the tokenizer
+
+
+# Word pieces run far ahead of tiktoken tokens on these: long mixed-case identifiers and
+# numbers in code, and Russian (about 1.8 word pieces a token; Japanese, by contrast, is
+# about one word piece a token for the MiniLM and fits).
+CODE_LINE = "const table = [" + ", ".join(
+    f"rxQvZk{i}Wp: 0x{i * 7919:06x}Zq" for i in range(120)
+) + "];\n"  # fmt: skip
+PROSE = "Поисковый индекс делит документы на небольшие фрагменты и вычисляет их векторы. " * 40
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "language"),
+    [
+        ("def f():\n    return 1\n\n" + CODE_LINE + "\nx = 2\n", "code", "javascript"),
+        (PROSE, "text", None),
+        ("# Индекс\n\n" + PROSE + "\n\n## Далее\n\n" + PROSE, "markdown", None),
+    ],
+)
+def test_chunks_over_the_embedder_input_are_split_until_they_fit(
+    embedder: OnnxEmbedder, text: str, kind: DocumentKind, language: str | None
+) -> None:
+    doc = make_doc(text, kind, language)
+    plain = split_document(doc, max_tokens=200)
+    assert max(embedder.count_tokens(c.text) for c in plain) > LIMIT  # the case at hand
+    size = embedded_size(embedder.count_tokens)
+    capped = cap_chunks(doc, plain, size, LIMIT)
+    assert capped.resplit >= 1 and capped.unsplittable == []
+    assert len(capped.chunks) > len(plain)
+    assert all(size(c) <= LIMIT for c in capped.chunks)
+    check(doc, capped.chunks)
+    # The builder's chunker does the same when it has the embedder.
+    settings = load_settings(chunk_tokens=200)
+    assert default_chunker(settings, embedder)(doc) == capped.chunks
+
+
+def test_fitting_chunks_are_left_alone(embedder: OnnxEmbedder) -> None:
+    doc = make_doc("A short paragraph.\n\nAnother one, just as short.", "text")
+    chunks = split_document(doc, max_tokens=200)
+    capped = cap_chunks(doc, chunks, embedded_size(embedder.count_tokens), LIMIT)
+    assert capped.chunks is chunks and capped.resplit == 0
+
+
+def test_pieces_keep_heading_prefix_and_parent(embedder: OnnxEmbedder) -> None:
+    text = "# Guide\n\n## Индекс\n\n" + PROSE + "\n\n## Other\n\nShort."
+    doc = make_doc(text, "markdown")
+    chunks = split_parent_child(doc, max_tokens=300, parent_tokens=1024)
+    size = embedded_size(embedder.count_tokens)
+    over = [c for c in chunks if size(c) > LIMIT]
+    assert over
+    capped = cap_chunks(doc, chunks, size, LIMIT)
+    check(doc, capped.chunks)
+    for original in over:
+        pieces = [c for c in capped.chunks if original.start <= c.start < original.end]
+        assert len(pieces) > 1
+        for piece in pieces:
+            assert piece.heading_path == original.heading_path
+            assert piece.prefix == original.prefix
+            assert (piece.parent_start, piece.parent_end) == (
+                original.parent_start,
+                original.parent_end,
+            )
+
+
+def test_an_unsplittable_run_is_kept_and_reported() -> None:
+    doc = make_doc("alpha beta gamma delta epsilon zeta eta theta", "text")
+    chunks = split_document(doc, max_tokens=200)
+    capped = cap_chunks(doc, chunks, lambda c: 10_000, 100)  # nothing ever fits
+    assert capped.unsplittable and len(capped.unsplittable) == len(capped.chunks)
+    assert all(c.token_count <= 4 for c in capped.chunks)
+    check(doc, capped.chunks)
+
+
+def test_per_kind_budgets() -> None:
+    code = make_doc("\n\n".join(f"def f{i}():\n    return {i} + {i}\n" for i in range(60)), "code")
+    prose = make_doc(" ".join(f"Sentence number {i} is here." for i in range(200)), "text")
+    settings = load_settings(chunk_tokens=200, chunk_tokens_by_kind="code=40")
+    chunker = default_chunker(settings)
+    assert max(c.token_count for c in chunker(code)) <= 40
+    assert max(c.token_count for c in chunker(prose)) > 40
+    assert chunker(prose) == split_document(prose, max_tokens=200)
+    assert settings.chunk_tokens_for("code") == 40
+    assert settings.chunk_tokens_for("markdown") == 200
+
+
+@pytest.mark.parametrize(
+    "bad", ["code", "code=abc", "movie=300", "code=8", "code=300,pdf=99999"]
+)  # fmt: skip
+def test_bad_per_kind_budgets_are_config_errors(bad: str) -> None:
+    with pytest.raises(ConfigError, match="CHUNK_TOKENS_BY_KIND"):
+        load_settings(chunk_tokens_by_kind=bad)
+
+
+def test_recipe_changes_only_when_set(tmp_path: Path) -> None:
+    base = {"index_dir": tmp_path, "context": "outline"}
+
+    def recipe(**extra: object) -> str:
+        settings = load_settings(**base, **extra)
+        return document_recipe(settings, resolve_context(settings), "split")
+
+    default = recipe()
+    assert recipe(chunk_tokens_by_kind="") == default
+    assert recipe(context_reserve_tokens=48) == default
+    assert recipe(chunk_tokens_by_kind="code=300") != default
+    assert recipe(chunk_tokens_by_kind="code=300") != recipe(chunk_tokens_by_kind="code=301")
+    assert recipe(context_reserve_tokens=64) != default
+
+
+def test_indexing_the_examples_truncates_nothing(examples_index: BuiltIndex) -> None:
+    report = examples_index.report
+    assert report.chunks_truncated == 0
+    assert not any("exceed the embedder" in notice for notice in report.notices)
