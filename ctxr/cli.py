@@ -14,16 +14,13 @@ from typing import Any
 
 import click
 from dotenv import load_dotenv
-from rich.console import Console
-from rich.table import Table
 
+from ctxr import render
 from ctxr.config import load_settings
 from ctxr.errors import ConfigError, CtxrError
 from ctxr.eval.command import eval_command
-from ctxr.types import Hit
 
-err_console = Console(stderr=True)
-out_console = Console()
+err_console = render.err_console
 
 
 def _setup_logging() -> None:
@@ -110,7 +107,7 @@ def index_command(
 
         models = [plan.model] if plan.kind == "llm" and plan.model else []
         result = estimate_paths(paths, settings, models=models, ignore_manifest=rebuild)
-        _print_estimate(result, as_json)
+        render.print_estimate(result, as_json)
         return
     bar: Progress = NullProgress() if as_json else RichProgress(err_console)
     if isinstance(bar, RichProgress):
@@ -121,52 +118,11 @@ def index_command(
     if as_json:
         click.echo(json.dumps(report.to_json(), indent=2))
     else:
-        _print_index_summary(report)
+        render.print_index_summary(report)
     if strict and report.failed:
         sys.exit(1)
     if report.contexts and report.contexts.get("failures"):
         sys.exit(1)  # some chunks have outline contexts in place of failed LLM ones
-
-
-def _print_index_summary(report: Any) -> None:
-    table = Table(title=f"ctxr index: {report.index_dir}", show_header=False)
-    table.add_row("files seen", str(report.files_seen))
-    table.add_row("documents indexed", str(report.documents_indexed))
-    table.add_row("documents unchanged", str(report.documents_unchanged))
-    table.add_row("documents removed", str(report.documents_removed))
-    table.add_row("chunks written", str(report.chunks_written))
-    table.add_row("points in index", str(report.points_total))
-    table.add_row("contexts", report.context_kind)
-    if report.contexts:
-        c = report.contexts
-        dollars = c.get("dollars")
-        table.add_row("LLM", f"{c['provider']} {c['model']}")
-        table.add_row(
-            "LLM requests",
-            f"{c['requests']} ({c['retries']} retries, {c['failures']} failed, "
-            f"{c['response_cache_hits']} answered from cache)",
-        )
-        table.add_row(
-            "LLM tokens",
-            f"{c['input_tokens']:,} in, {c['cache_write_tokens']:,} cache write, "
-            f"{c['cache_read_tokens']:,} cache read, {c['output_tokens']:,} out",
-        )
-        table.add_row("cache writes", f"{c['cache_writes']} for {c['documents']} documents")
-        table.add_row("cost", "unknown" if dollars is None else f"${dollars:.4f}")
-    table.add_row("time", f"{report.seconds:.1f} s")
-    if report.optimize_seconds:
-        table.add_row("HNSW build", f"{report.optimize_seconds:.1f} s")
-    err_console.print(table)
-    if report.skipped:
-        reasons: dict[str, int] = {}
-        for skipped in report.skipped:
-            reasons[skipped.reason] = reasons.get(skipped.reason, 0) + 1
-        summary = ", ".join(f"{n} {reason}" for reason, n in sorted(reasons.items()))
-        err_console.print(f"skipped {len(report.skipped)} paths: {summary}", highlight=False)
-    for path, reason in report.failed:
-        err_console.print(f"[yellow]not indexed:[/] {path}: {reason}", highlight=False)
-    for notice in report.notices:
-        err_console.print(f"[yellow]note:[/] {notice}", highlight=False)
 
 
 @main.command("estimate")
@@ -194,16 +150,7 @@ def estimate_command(
     result = estimate_paths(
         paths, settings, models=models or None, output_tokens=output_tokens, exact=exact
     )
-    _print_estimate(result, as_json)
-
-
-def _print_estimate(result: Any, as_json: bool) -> None:
-    from ctxr.enrich.estimate_report import render
-
-    if as_json:
-        click.echo(json.dumps(result.to_json(), indent=2))
-    else:
-        render(result, out_console)
+    render.print_estimate(result, as_json)
 
 
 @main.command("search")
@@ -285,7 +232,7 @@ def search_command(
     if as_json:
         click.echo(json.dumps([h.to_json() for h in hits], indent=2, ensure_ascii=False))
     else:
-        _print_hits(query, hits)
+        render.print_hits(query, hits)
 
 
 def _read_queries(path: Path) -> Iterator[tuple[str, str]]:
@@ -300,26 +247,6 @@ def _read_queries(path: Path) -> Iterator[tuple[str, str]]:
                 f'{path}:{number}: expected a JSON object with "id" and "query" ({exc}); '
                 "fix or remove that line"
             ) from exc
-
-
-def _print_hits(query: str, hits: list[Hit]) -> None:
-    if not hits:
-        out_console.print(f"no hits for {query!r}", highlight=False)
-        return
-    table = Table(title=f"{len(hits)} hits for {query!r}", show_lines=True)
-    table.add_column("#", justify="right")
-    table.add_column("source / section", overflow="fold", ratio=2)
-    table.add_column("snippet", ratio=3)
-    table.add_column("score (dense, bm25 ranks)")
-    for hit in hits:
-        where = hit.source + (("\n" + " > ".join(hit.heading_path)) if hit.heading_path else "")
-        snippet = " ".join(hit.text.split())
-        snippet = snippet[:200] + ("…" if len(snippet) > 200 else "")
-        ranks = ", ".join(f"{name} #{s.rank}" for name, s in hit.scores.items())
-        table.add_row(str(hit.rank), where, snippet, f"{hit.score:.4f}\n{ranks}")
-    out_console.print(table, highlight=False)
-    for flag in dict.fromkeys(f for hit in hits for f in hit.flags):
-        out_console.print(f"note: {flag}", highlight=False)
 
 
 @main.command("serve")
@@ -360,60 +287,9 @@ def split_command(file: Path, max_tokens: int | None, as_json: bool) -> None:
     # The embedder's input is a hard cap, as in `ctxr index` (its tokenizer only is loaded).
     chunks = default_chunker(settings, components.make_embedder(settings))(doc)
     if as_json:
-        click.echo(json.dumps(_split_json(doc, chunks, settings.chunk_tokens), indent=2))
+        click.echo(json.dumps(render.split_json(doc, chunks, settings.chunk_tokens), indent=2))
         return
-    _print_split(doc, chunks, settings.chunk_tokens)
-
-
-def _split_json(doc: Any, chunks: list[Any], budget: int) -> dict[str, Any]:
-    return {
-        "source": doc.source,
-        "kind": doc.kind,
-        "title": doc.title,
-        "language": doc.language,
-        "chars": len(doc.text),
-        "max_tokens": budget,
-        "chunks": [
-            {
-                "index": c.index,
-                "chunk_id": c.chunk_id,
-                "start": c.start,
-                "end": c.end,
-                "tokens": c.token_count,
-                "heading_path": list(c.heading_path),
-                "pages": list(c.pages),
-                "prefix": c.prefix,
-                "parent_start": c.parent_start,
-                "parent_end": c.parent_end,
-                "text": c.text,
-            }
-            for c in chunks
-        ],
-    }
-
-
-def _print_split(doc: Any, chunks: list[Any], budget: int) -> None:
-    from rich.text import Text
-
-    def snippet(text: str, width: int) -> Text:  # Text: "[12:01]" must not be read as markup
-        flat = " ".join(text.split())
-        return Text(flat if len(flat) <= width else flat[: width - 1] + "…")
-
-    title = f"{doc.source} ({doc.kind}): {len(chunks)} chunks, budget {budget} tokens"
-    table = Table(title=Text(title), title_justify="left")
-    for name in ("#", "start-end", "tokens", "trail", "pages", "prefix", "snippet"):
-        table.add_column(name, overflow="fold")
-    for c in chunks:
-        table.add_row(
-            str(c.index),
-            f"{c.start}-{c.end}",
-            str(c.token_count),
-            Text(" > ".join(c.heading_path)),
-            ",".join(map(str, c.pages)),
-            snippet(c.prefix, 24),
-            snippet(c.text, 60),
-        )
-    out_console.print(table)
+    render.print_split(doc, chunks, settings.chunk_tokens)
 
 
 main.add_command(eval_command, "eval")
