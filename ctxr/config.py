@@ -39,6 +39,9 @@ class Settings(BaseSettings):
     context_reserve_tokens: int = Field(
         48, ge=0, le=4096, description="embedder tokens kept free for each chunk's context"
     )
+    cap_to_embedder: bool = Field(
+        True, description="split chunks the embedder would truncate (off: budget alone)"
+    )
     # Chunking options (ctxr.enrich.split.semantic / .parent); part of each document's recipe.
     chunking: Literal["structure", "semantic", "parent"] = Field(
         "structure", description="structure, semantic (topic breakpoints) or parent (parent-child)"

@@ -72,7 +72,7 @@ def default_chunker(settings: Settings, embedder: Embedder | None = None) -> Chu
         )
     budgets = parse_kind_budgets(settings.chunk_tokens_by_kind)
     count_tokens = getattr(embedder, "count_tokens", None)
-    if embedder is None or not callable(count_tokens):
+    if embedder is None or not callable(count_tokens) or not settings.cap_to_embedder:
 
         def chunker(doc: Document) -> list[Chunk]:
             return split(doc, max_tokens=budgets.get(doc.kind, settings.chunk_tokens))
@@ -109,6 +109,8 @@ def document_recipe(settings: Settings, plan: ContextPlan, chunker_name: str) ->
         shape["chunk_tokens_by_kind"] = budgets
     if settings.context_reserve_tokens != Settings.model_fields["context_reserve_tokens"].default:
         shape["context_reserve_tokens"] = settings.context_reserve_tokens
+    if not settings.cap_to_embedder:
+        shape["cap_to_embedder"] = False
     return hashlib.sha256(json.dumps(shape, sort_keys=True).encode()).hexdigest()[:16]
 
 

@@ -8,7 +8,7 @@ import pytest
 from conftest import BuiltIndex
 
 from ctxr.config import load_settings
-from ctxr.enrich.contexts import resolve_context
+from ctxr.enrich.contexts import ContextPlan, resolve_context
 from ctxr.enrich.split import split_document
 from ctxr.enrich.split.cap import cap_chunks, embedded_size
 from ctxr.enrich.split.parent import split_parent_child
@@ -155,3 +155,13 @@ def test_indexing_the_examples_truncates_nothing(examples_index: BuiltIndex) -> 
     report = examples_index.report
     assert report.chunks_truncated == 0
     assert not any("exceed the embedder" in notice for notice in report.notices)
+
+
+def test_the_cap_can_be_turned_off(embedder: OnnxEmbedder) -> None:
+    doc = make_doc(PROSE, "text", None)
+    off = load_settings(chunk_tokens=200, cap_to_embedder=False)
+    assert default_chunker(off, embedder)(doc) == split_document(doc, max_tokens=200)
+    on = load_settings(chunk_tokens=200)
+    assert default_chunker(on, embedder)(doc) != split_document(doc, max_tokens=200)
+    plan = ContextPlan("outline")
+    assert document_recipe(off, plan, "split") != document_recipe(on, plan, "split")
