@@ -16,33 +16,10 @@ from ctxr.enrich.contexts import resolve_context
 from ctxr.enrich.split import split_document
 from ctxr.enrich.split.parent import split_parent_child
 from ctxr.enrich.split.semantic import breakpoints, split_semantic
-from ctxr.enrich.tokens import count_tokens
 from ctxr.errors import ConfigError
 from ctxr.index.builder import default_chunker, document_recipe
-from ctxr.types import Chunk, Document, DocumentKind, chunk_id_for, text_hash
-
-
-def make_doc(text: str, kind: DocumentKind, doc_id: str = "doc-1") -> Document:
-    return Document(
-        doc_id=doc_id, source=f"{doc_id}.{kind}", text=text, kind=kind, title=doc_id,
-        sha256=text_hash(text),
-    )  # fmt: skip
-
-
-def check_invariants(doc: Document, chunks: list[Chunk], max_tokens: int) -> None:
-    covered = bytearray(len(doc.text))
-    for i, chunk in enumerate(chunks):
-        assert chunk.index == i
-        assert chunk.chunk_id == chunk_id_for(doc.doc_id, i)
-        assert doc.text[chunk.start : chunk.end] == chunk.text
-        assert chunk.text.strip() == chunk.text != ""
-        assert chunk.token_count == count_tokens(chunk.text)
-        assert chunk.token_count <= max_tokens
-        covered[chunk.start : chunk.end] = b"\x01" * (chunk.end - chunk.start)
-    for j in range(1, len(chunks)):
-        assert chunks[j - 1].start < chunks[j].start
-        assert chunks[j - 1].end < chunks[j].end
-    assert [i for i, ch in enumerate(doc.text) if not covered[i] and not ch.isspace()] == []
+from ctxr.types import DocumentKind
+from tests.enrich.test_split import check_invariants, make_doc
 
 
 def _markdown(seed: int) -> str:
