@@ -21,10 +21,9 @@ tree-sitter reports UTF-8 byte offsets; they are mapped to ``str`` indices befor
 
 from __future__ import annotations
 
-import bisect
-import itertools
 from dataclasses import dataclass
 
+import numpy as np
 from tree_sitter import Node
 
 from ctxr.enrich.split.code_languages import (
@@ -70,13 +69,9 @@ class _CodeSplitter:
         self.text = sizer.text
         self.language = language
         self.budget = budget
-        raw = self.text.encode("utf-8")
+        self.raw = self.text.encode("utf-8")
         # Byte offset at which each character starts; None when every character is one byte.
-        self._starts: list[int] | None = None
-        if len(raw) != len(self.text):
-            sizes = (len(ch.encode("utf-8")) for ch in self.text)
-            self._starts = list(itertools.accumulate(sizes, initial=0))
-        self.raw = raw
+        self._starts = sizer.byte_offsets()
         self.imports = ""
         self.import_span = (0, 0)
         self._import_cap = max(64, max_tokens // 4)
@@ -84,7 +79,7 @@ class _CodeSplitter:
     def char(self, byte: int) -> int:
         if self._starts is None:
             return byte
-        return bisect.bisect_left(self._starts, byte)
+        return int(np.searchsorted(self._starts, byte))
 
     def split(self, root: Node) -> list[Piece]:
         self._find_imports(root)

@@ -7,7 +7,9 @@ holds. Spans are always trimmed: they start and end on a non-whitespace characte
 Counting is the expensive part. Counting every candidate concatenation would be quadratic, so
 pieces are counted once and their counts summed (plus what the whitespace between them costs);
 tiktoken counts are nearly additive at whitespace boundaries, and every packed chunk is counted
-exactly once more to make sure the estimate did not let it slip over budget.
+exactly once more to make sure the estimate did not let it slip over budget. Counts of long
+spans come from a ``TokenIndex``: the document is encoded once and each count costs a word or
+a line of encoding at either end, so the repeated counting is nearly free.
 """
 
 from __future__ import annotations
@@ -17,8 +19,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
+import numpy as np
+import numpy.typing as npt
 import tiktoken
 
+from ctxr.enrich.split.token_index import (
+    INDEX_MIN_CHARS,
+    INDEXED_MIN_CHARS,
+    TRUSTED_ENCODINGS,
+    TokenIndex,
+    char_byte_offsets,
+)
 from ctxr.enrich.tokens import get_encoding
 
 # Any single code point is at most 4 UTF-8 bytes and every byte is a token of its own in the
@@ -57,9 +68,30 @@ class Sizer:
         self.text = text
         self.encoding: tiktoken.Encoding = get_encoding(encoding)
         self._gap_cache: dict[str, int] = {}
+        self._index: TokenIndex | None = None
+        self._use_index = self.encoding.name in TRUSTED_ENCODINGS and len(text) >= INDEX_MIN_CHARS
+        self._byte_offsets: npt.NDArray[np.int64] | None = None
+        self._byte_offsets_done = False
 
     def count(self, start: int, end: int) -> int:
+        """The exact number of tokens of ``text[start:end]`` encoded on its own."""
+        if self._index is None:
+            if end - start < INDEX_MIN_CHARS or not self._use_index:
+                return self.direct_count(start, end)
+            self._index = TokenIndex(self.text, self.encoding, self.byte_offsets())
+        elif end - start < INDEXED_MIN_CHARS:
+            return self.direct_count(start, end)
+        return self._index.count(start, end, self.direct_count)
+
+    def direct_count(self, start: int, end: int) -> int:
         return len(self.encode(start, end))
+
+    def byte_offsets(self) -> npt.NDArray[np.int64] | None:
+        """UTF-8 byte offset of each character of the text (and its end); None if ASCII."""
+        if not self._byte_offsets_done:
+            self._byte_offsets = char_byte_offsets(self.text)
+            self._byte_offsets_done = True
+        return self._byte_offsets
 
     def encode(self, start: int, end: int) -> list[int]:
         # disallowed_special=() so that "<|endoftext|>" in a document is text, not an error.
