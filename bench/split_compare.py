@@ -235,14 +235,16 @@ def main() -> None:
     ap.add_argument("--abstracts-per-doc", type=int, default=50)
     ap.add_argument("--profile-top", type=int, default=15)
     ap.add_argument("--no-profile", action="store_true")
+    ap.add_argument("--kinds", default="code,prose,markdown", help="comma-separated subset")
     args = ap.parse_args()
 
     md_docs, md_files, md_once = load_markdown(args.markdown_mb)
-    corpora = {
-        "code": load_code(),
-        "prose": load_prose(args.prose_mb, args.abstracts_per_doc),
-        "markdown": md_docs,
+    loaders: dict[str, Callable[[], list[Document]]] = {
+        "code": load_code,
+        "prose": lambda: load_prose(args.prose_mb, args.abstracts_per_doc),
+        "markdown": lambda: md_docs,
     }
+    corpora = {kind: loaders[kind]() for kind in args.kinds.split(",")}
     enc = get_encoding(ENCODING)
     splitters = make_splitters()
 
@@ -251,8 +253,9 @@ def main() -> None:
     print("versions: " + ", ".join(
         f"{p} {_version(p)}" for p in ("ctxr", "chonkie", "chonkie-core",
                                       "langchain-text-splitters", "tiktoken")))  # fmt: skip
-    langs = Counter(d.language for d in corpora["code"])
-    print(f"code languages (guessed): {dict(langs.most_common())}")
+    if "code" in corpora:
+        langs = Counter(d.language for d in corpora["code"])
+        print(f"code languages (guessed): {dict(langs.most_common())}")
     print(f"markdown: {md_files} files, {md_once:.3f} MB once, repeated to "
           f"{len(md_docs)} documents")  # fmt: skip
 

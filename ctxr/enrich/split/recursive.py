@@ -187,11 +187,22 @@ def add_overlap(sizer: Sizer, chunks: Sequence[Sized], overlap: int, budget: int
 
 def _extend_back(sizer: Sizer, prev: Sized, cur: Sized, room: int, budget: int) -> Sized | None:
     text = sizer.text
-    tokens = sizer.encode(prev.start, cur.start)
-    if len(tokens) <= 1:
+    # Only the last ``room`` tokens before the chunk matter: encode a window that holds them
+    # (widened until it does) rather than the whole previous chunk, starting at a word so
+    # that the window's tokens are the ones the text has there.
+    width = room * 8 + 16
+    while True:
+        lo = max(prev.start, cur.start - width)
+        if lo > prev.start:
+            lo = word_start(text, lo, cur.start) or prev.start
+        tokens = sizer.encode(lo, cur.start)
+        if len(tokens) > room or lo == prev.start:
+            break
+        width *= 2
+    if lo == prev.start and len(tokens) <= 1:
         return None
-    skip = max(1, len(tokens) - room)  # never take the previous chunk whole
-    earliest = prev.start + char_len(sizer.encoding.decode_bytes(tokens[:skip]))
+    skip = len(tokens) - room if lo > prev.start else max(1, len(tokens) - room)
+    earliest = lo + char_len(sizer.encoding.decode_bytes(tokens[:skip]))
     earliest = min(max(earliest, prev.start + 1), cur.start)
     candidates: list[int] = []
     starts = [s for s, _ in sentences(text, earliest, cur.start)[1:]]

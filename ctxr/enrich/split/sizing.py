@@ -78,7 +78,11 @@ class Sizer:
         if self._index is None:
             if end - start < INDEX_MIN_CHARS or not self._use_index:
                 return self.direct_count(start, end)
-            self._index = TokenIndex(self.text, self.encoding, self.byte_offsets())
+            try:
+                self._index = TokenIndex(self.text, self.encoding, self.byte_offsets())
+            except UnicodeEncodeError:  # lone surrogates: only the direct path repairs them
+                self._use_index = False
+                return self.direct_count(start, end)
         elif end - start < INDEXED_MIN_CHARS:
             return self.direct_count(start, end)
         return self._index.count(start, end, self.direct_count)
@@ -89,13 +93,13 @@ class Sizer:
     def byte_offsets(self) -> npt.NDArray[np.int64] | None:
         """UTF-8 byte offset of each character of the text (and its end); None if ASCII."""
         if not self._byte_offsets_done:
-            self._byte_offsets = char_byte_offsets(self.text)
             self._byte_offsets_done = True
+            self._byte_offsets = char_byte_offsets(self.text)
         return self._byte_offsets
 
     def encode(self, start: int, end: int) -> list[int]:
-        # disallowed_special=() so that "<|endoftext|>" in a document is text, not an error.
-        return self.encoding.encode(self.text[start:end], disallowed_special=())
+        # Ordinary encoding: "<|endoftext|>" in a document is text, not an error or a special.
+        return self.encoding.encode_ordinary(self.text[start:end])
 
     def sized(self, start: int, end: int) -> Sized:
         return Sized(start, end, self.count(start, end))

@@ -43,11 +43,10 @@ TRUSTED_ENCODINGS |= {"o200k_base", "o200k_harmony"}
 # of INDEXED_MIN_CHARS or more use it. Shorter ones are encoded directly, which costs less
 # than the lookups (measured with bench/split_compare.py).
 INDEX_MIN_CHARS = 512
-INDEXED_MIN_CHARS = 128
+INDEXED_MIN_CHARS = 32
 
 # A trusted boundary is the match's start (see the module docstring).
 _BOUNDARY = re.compile(r"[ \t](?=\S)|(?<=\n)(?=[^\s/])")
-_TAIL_WINDOW = 64  # characters searched back from a span's end for its last boundary
 
 
 @functools.cache
@@ -71,15 +70,22 @@ def char_byte_offsets(text: str) -> npt.NDArray[np.int64] | None:
     """UTF-8 byte offset at which each character starts (plus the end); None for ASCII."""
     if text.isascii():
         return None
-    points = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+    points = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
     widths = 1 + (points >= 0x80) + (points >= 0x800) + (points >= 0x10000)
     offsets = np.zeros(len(points) + 1, dtype=np.int64)
     np.cumsum(widths, out=offsets[1:])
     return offsets
 
 
+# A span edge resolved against the index: (boundary, document tokens before it, tokens of the
+# span between its edge and the boundary). A boundary is found from one edge alone (the first
+# one at or after a start, the last one before an end), so edges are cached and shared by
+# every span that starts or ends there: packing pieces into a chunk costs two lookups.
+_Edge = tuple[int, int, int]
+
+
 class TokenIndex:
-    """Token boundaries of one encoding of ``text``, as UTF-8 byte offsets."""
+    """Where the tokens of one encoding of ``text`` end, as UTF-8 byte offsets."""
 
     def __init__(
         self,
@@ -89,38 +95,82 @@ class TokenIndex:
     ) -> None:
         self.text = text
         tokens = encoding.encode_to_numpy(text, disallowed_special=())
+        # An array, not a list: converting every token end would cost more than the lookups.
         self._ends = np.zeros(len(tokens) + 1, dtype=np.int64)
         np.cumsum(_token_bytes(encoding)[tokens], out=self._ends[1:])
+        self._size = len(self._ends)
         self._byte_offsets = byte_offsets
+        self._heads: dict[int, _Edge] = {}
+        self._tails: dict[int, _Edge] = {}
+        self._words: dict[str, int] = {}
 
     def tokens_before(self, pos: int) -> int | None:
         """How many of the document's tokens end at or before ``pos``, if one ends there."""
-        byte = pos if self._byte_offsets is None else int(self._byte_offsets[pos])
-        k = int(np.searchsorted(self._ends, byte))
-        return k if k < len(self._ends) and int(self._ends[k]) == byte else None
+        byte = pos if self._byte_offsets is None else self._byte_offsets[pos]
+        k: int = self._ends.searchsorted(byte)
+        return k if k < self._size and self._ends[k] == byte else None
 
     def count(self, start: int, end: int, direct: Callable[[int, int], int]) -> int:
         """Exact token count of ``text[start:end]``; ``direct`` encodes a span on its own."""
+        head = self._heads.get(start) or self._head(start, end, direct)
+        tail = self._tails.get(end) or self._tail(start, end, direct)
+        if head is None or tail is None or head[0] > tail[0]:
+            return direct(start, end)
+        return head[2] + (tail[1] - head[1]) + tail[2]
+
+    def _head(self, start: int, end: int, direct: Callable[[int, int], int]) -> _Edge | None:
         text = self.text
-        first = _BOUNDARY.search(text, start, end)
-        last = _last_boundary(text, start, end)
-        if first is None or last is None or last <= first.start():
-            return direct(start, end)
-        b1, b2 = first.start(), last
-        k1, k2 = self.tokens_before(b1), self.tokens_before(b2)
-        if k1 is None or k2 is None:  # cannot happen if the module's argument holds
-            return direct(start, end)
-        head = direct(start, b1) if b1 > start else 0
-        return head + (k2 - k1) + direct(b2, end)
+        first = text[start] if start < end else " "
+        if start > 0 and text[start - 1] == "\n" and first != "/" and not first.isspace():
+            boundary = start  # a line start: the usual case, without the search
+        else:
+            found = _BOUNDARY.search(text, start, end)
+            if found is None:
+                return None  # there may be one beyond ``end``: nothing to cache
+            boundary = found.start()
+        before = self.tokens_before(boundary)
+        if before is None:  # cannot happen if the module's argument holds
+            return None
+        edge = (boundary, before, direct(start, boundary) if boundary > start else 0)
+        self._heads[start] = edge
+        return edge
+
+    def _tail(self, start: int, end: int, direct: Callable[[int, int], int]) -> _Edge | None:
+        boundary = _last_boundary(self.text, start, end)
+        if boundary is None:
+            return None
+        before = self.tokens_before(boundary)
+        if before is None:
+            return None
+        # Span ends are mostly short words that recur ("|", "```", "});"): count each once.
+        word = self.text[boundary:end]
+        tokens = self._words.get(word)
+        if tokens is None:
+            tokens = self._words[word] = direct(boundary, end)
+        edge = (boundary, before, tokens)
+        self._tails[end] = edge
+        return edge
 
 
 def _last_boundary(text: str, start: int, end: int) -> int | None:
-    window = _TAIL_WINDOW
-    while True:
-        lo = max(start, end - window)
-        found = None
-        for match in _BOUNDARY.finditer(text, lo, end):
-            found = match.start()
-        if found is not None or lo == start:
-            return found
-        window *= 4
+    """The last trusted boundary in ``text[start:end]`` (see ``_BOUNDARY``), if any."""
+    if end - start < 2:  # (and ``end - 1`` below must not be a negative index)
+        return None
+    best = None
+    # The last space or tab before a non-whitespace character: search back from the end.
+    for blank in (" ", "\t"):
+        pos = end - 1
+        floor = start if best is None else best + 1
+        while (pos := text.rfind(blank, floor, pos)) >= 0:
+            if not text[pos + 1].isspace():
+                best = pos
+                break
+    # The last line start whose first character is neither whitespace nor "/".
+    pos = end - 1
+    while (pos := text.rfind("\n", max(start - 1, 0), pos)) >= 0:
+        first = text[pos + 1]
+        if pos + 1 >= start and not first.isspace() and first != "/":
+            return pos + 1 if best is None or pos + 1 > best else best
+        if best is not None and pos < best:
+            break
+    return best
