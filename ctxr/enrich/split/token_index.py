@@ -107,7 +107,7 @@ class TokenIndex:
     def tokens_before(self, pos: int) -> int | None:
         """How many of the document's tokens end at or before ``pos``, if one ends there."""
         byte = pos if self._byte_offsets is None else self._byte_offsets[pos]
-        k: int = self._ends.searchsorted(byte)
+        k = int(self._ends.searchsorted(byte))
         return k if k < self._size and self._ends[k] == byte else None
 
     def count(self, start: int, end: int, direct: Callable[[int, int], int]) -> int:
