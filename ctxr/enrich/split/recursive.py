@@ -187,22 +187,11 @@ def add_overlap(sizer: Sizer, chunks: Sequence[Sized], overlap: int, budget: int
 
 def _extend_back(sizer: Sizer, prev: Sized, cur: Sized, room: int, budget: int) -> Sized | None:
     text = sizer.text
-    # Only the last ``room`` tokens before the chunk matter: encode a window that holds them
-    # (widened until it does) rather than the whole previous chunk, starting at a word so
-    # that the window's tokens are the ones the text has there.
-    width = room * 8 + 16
-    while True:
-        lo = max(prev.start, cur.start - width)
-        if lo > prev.start:
-            lo = word_start(text, lo, cur.start) or prev.start
-        tokens = sizer.encode(lo, cur.start)
-        if len(tokens) > room or lo == prev.start:
-            break
-        width *= 2
-    if lo == prev.start and len(tokens) <= 1:
-        return None
-    skip = len(tokens) - room if lo > prev.start else max(1, len(tokens) - room)
-    earliest = lo + char_len(sizer.encoding.decode_bytes(tokens[:skip]))
+    earliest = sizer.start_of_last(cur.start, room)
+    if earliest is None:
+        earliest = _start_of_last(sizer, prev, cur, room)
+        if earliest is None:
+            return None
     earliest = min(max(earliest, prev.start + 1), cur.start)
     candidates: list[int] = []
     starts = [s for s, _ in sentences(text, earliest, cur.start)[1:]]
@@ -220,3 +209,23 @@ def _extend_back(sizer: Sizer, prev: Sized, cur: Sized, room: int, budget: int) 
         if count <= budget:
             return Sized(begin, cur.end, count)
     return None
+
+
+def _start_of_last(sizer: Sizer, prev: Sized, cur: Sized, room: int) -> int | None:
+    """Where the last ``room`` tokens between ``prev.start`` and ``cur.start`` begin, without
+    a token index: encode a window that holds them (widened until it does) rather than the
+    whole previous chunk, starting at a word so that its tokens are the ones the text has."""
+    text = sizer.text
+    width = room * 8 + 16
+    while True:
+        lo = max(prev.start, cur.start - width)
+        if lo > prev.start:
+            lo = word_start(text, lo, cur.start) or prev.start
+        tokens = sizer.encode(lo, cur.start)
+        if len(tokens) > room or lo == prev.start:
+            break
+        width *= 2
+    if lo == prev.start and len(tokens) <= 1:
+        return None
+    skip = len(tokens) - room if lo > prev.start else max(1, len(tokens) - room)
+    return lo + char_len(sizer.encoding.decode_bytes(tokens[:skip]))

@@ -87,6 +87,11 @@ class Sizer:
             return self.direct_count(start, end)
         return self._index.count(start, end, self.direct_count)
 
+    def start_of_last(self, pos: int, tokens: int) -> int | None:
+        """Where the last ``tokens`` tokens before ``pos`` begin, as the whole document's
+        encoding has them; None when there is no token index (a short or untrusted text)."""
+        return None if self._index is None else self._index.start_of_last(pos, tokens)
+
     def direct_count(self, start: int, end: int) -> int:
         return len(self.encode(start, end))
 

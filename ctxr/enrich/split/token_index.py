@@ -110,6 +110,16 @@ class TokenIndex:
         k = int(self._ends.searchsorted(byte))
         return k if k < self._size and self._ends[k] == byte else None
 
+    def start_of_last(self, pos: int, tokens: int) -> int:
+        """Where the document's last ``tokens`` tokens ending at or before ``pos`` begin (the
+        character holding that token's first byte)."""
+        byte = pos if self._byte_offsets is None else self._byte_offsets[pos]
+        k = int(self._ends.searchsorted(byte, side="right")) - 1  # the last end <= pos
+        first = int(self._ends[max(0, k - tokens)])
+        if self._byte_offsets is None:
+            return first
+        return int(self._byte_offsets.searchsorted(first, side="right")) - 1
+
     def count(self, start: int, end: int, direct: Callable[[int, int], int]) -> int:
         """Exact token count of ``text[start:end]``; ``direct`` encodes a span on its own."""
         head = self._heads.get(start) or self._head(start, end, direct)
