@@ -47,7 +47,7 @@ def direct(encoding: str, text: str) -> int:
 @given(text=texts, data=st.data())
 def test_every_span_counts_as_its_own_encoding(encoding: str, text: str, data: st.DataObject):
     enc = get_encoding(encoding)
-    index = TokenIndex(text, enc, char_byte_offsets(text))
+    index = TokenIndex(text, enc)
     for _ in range(12):
         start = data.draw(st.integers(0, len(text)))
         end = data.draw(st.integers(start, len(text)))
@@ -66,7 +66,7 @@ def test_all_spans_of_a_tricky_text(encoding: str):
         "\u00a0nbsp \u3000ideo\x1cctl\n\x0bvt é😀 <|endoftext|> end.\n\n// c\n"
     )
     enc = get_encoding(encoding)
-    index = TokenIndex(text, enc, char_byte_offsets(text))
+    index = TokenIndex(text, enc)
 
     def count(a: int, b: int) -> int:
         return direct(encoding, text[a:b])
@@ -84,6 +84,26 @@ def test_sizer_uses_the_index_for_long_spans_and_agrees():
     assert sizer._index is not None  # the long count built it
     for start, end in [(2, 900), (50, len(text)), (100, 140), (0, 513), (1001, 1800)]:
         assert sizer.count(start, end) == direct("cl100k_base", text[start:end])
+
+
+@pytest.mark.parametrize("encoding", SEEDABLE)
+def test_long_spans_cost_a_word_at_each_end_not_a_re_encoding(encoding: str):
+    """The index must answer from the document's tokens; falling back to encoding the span
+    would still be exact, so only the amount encoded shows that the index works."""
+    paragraph = "Naïve Bayes (≈ 3.5\u00d7 faster) — 検索 and 😀 emoji, then /paths and\tTabs.\n\n"
+    text = paragraph * 30 + "// end"
+    enc = get_encoding(encoding)
+    index = TokenIndex(text, enc)
+    encoded: list[int] = []
+
+    def count(a: int, b: int) -> int:
+        encoded.append(b - a)
+        return direct(encoding, text[a:b])
+
+    for start, end in [(0, len(text)), (5, 2000), (len(paragraph), 5 * len(paragraph) - 2)]:
+        encoded.clear()
+        assert index.count(start, end, count) == direct(encoding, text[start:end])
+        assert sum(encoded) < 40, (start, end, encoded)
 
 
 def test_byte_offsets_of_characters():

@@ -79,7 +79,7 @@ class Sizer:
             if end - start < INDEX_MIN_CHARS or not self._use_index:
                 return self.direct_count(start, end)
             try:
-                self._index = TokenIndex(self.text, self.encoding, self.byte_offsets())
+                self._index = TokenIndex(self.text, self.encoding)
             except UnicodeEncodeError:  # lone surrogates: only the direct path repairs them
                 self._use_index = False
                 return self.direct_count(start, end)

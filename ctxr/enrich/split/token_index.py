@@ -46,24 +46,30 @@ INDEX_MIN_CHARS = 512
 INDEXED_MIN_CHARS = 32
 
 # A trusted boundary is the match's start (see the module docstring).
+_CONTINUATION_BYTES = bytes(range(0x80, 0xC0))  # UTF-8 bytes that do not start a character
 _BOUNDARY = re.compile(r"[ \t](?=\S)|(?<=\n)(?=[^\s/])")
 
 
 @functools.cache
-def _token_bytes(encoding: tiktoken.Encoding) -> npt.NDArray[np.int64]:
-    """Length in bytes of every ordinary token of ``encoding``, indexed by token id."""
+def _token_tables(
+    encoding: tiktoken.Encoding,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
+    """Per token id: how many characters start in it (its bytes that are not UTF-8
+    continuation bytes), and whether it starts with a continuation byte."""
     ranks: dict[bytes, int] | None = getattr(encoding, "_mergeable_ranks", None)
-    lengths = np.zeros(encoding.n_vocab, dtype=np.int64)
-    if ranks is not None:
-        for token, rank in ranks.items():
-            lengths[rank] = len(token)
-        return lengths
-    for rank in range(encoding.n_vocab):  # the public, slower way
-        try:
-            lengths[rank] = len(encoding.decode_single_token_bytes(rank))
-        except KeyError:  # ids reserved for special tokens or unused
-            continue
-    return lengths
+    if ranks is None:  # the public, slower way
+        ranks = {}
+        for rank in range(encoding.n_vocab):
+            try:
+                ranks[encoding.decode_single_token_bytes(rank)] = rank
+            except KeyError:  # ids reserved for special tokens or unused
+                continue
+    starts = np.zeros(encoding.n_vocab, dtype=np.int64)
+    continues = np.zeros(encoding.n_vocab, dtype=np.bool_)
+    for token, rank in ranks.items():
+        starts[rank] = len(token.translate(None, _CONTINUATION_BYTES))
+        continues[rank] = 0x80 <= token[0] < 0xC0
+    return starts, continues
 
 
 def char_byte_offsets(text: str) -> npt.NDArray[np.int64] | None:
@@ -85,40 +91,42 @@ _Edge = tuple[int, int, int]
 
 
 class TokenIndex:
-    """Where the tokens of one encoding of ``text`` end, as UTF-8 byte offsets."""
+    """Where the tokens of one encoding of ``text`` end, as character offsets.
 
-    def __init__(
-        self,
-        text: str,
-        encoding: tiktoken.Encoding,
-        byte_offsets: npt.NDArray[np.int64] | None,
-    ) -> None:
+    A token may end inside a character (tiktoken splits rare characters into bytes). Ends
+    are kept as keys: ``2 * offset`` for an end on a character boundary, ``2 * offset - 1``
+    for one inside the character before ``offset``, so the keys stay sorted, a lookup of
+    ``2 * pos`` only ever finds a real boundary, and a key's index is the tokens before it.
+    """
+
+    def __init__(self, text: str, encoding: tiktoken.Encoding) -> None:
         self.text = text
         tokens = encoding.encode_to_numpy(text, disallowed_special=())
+        starts, continues = _token_tables(encoding)
         # An array, not a list: converting every token end would cost more than the lookups.
-        self._ends = np.zeros(len(tokens) + 1, dtype=np.int64)
-        np.cumsum(_token_bytes(encoding)[tokens], out=self._ends[1:])
-        self._size = len(self._ends)
-        self._byte_offsets = byte_offsets
+        keys = np.zeros(len(tokens) + 1, dtype=np.int64)
+        np.cumsum(starts[tokens], out=keys[1:])
+        keys *= 2
+        if not text.isascii():
+            keys[1:-1] -= continues[tokens[1:]]  # the next token continues a character
+        self._keys = keys
+        self._size = len(keys)
         self._heads: dict[int, _Edge] = {}
         self._tails: dict[int, _Edge] = {}
         self._words: dict[str, int] = {}
 
     def tokens_before(self, pos: int) -> int | None:
         """How many of the document's tokens end at or before ``pos``, if one ends there."""
-        byte = pos if self._byte_offsets is None else self._byte_offsets[pos]
-        k = int(self._ends.searchsorted(byte))
-        return k if k < self._size and self._ends[k] == byte else None
+        key = 2 * pos
+        k = int(self._keys.searchsorted(key))
+        return k if k < self._size and self._keys[k] == key else None
 
     def start_of_last(self, pos: int, tokens: int) -> int:
         """Where the document's last ``tokens`` tokens ending at or before ``pos`` begin (the
         character holding that token's first byte)."""
-        byte = pos if self._byte_offsets is None else self._byte_offsets[pos]
-        k = int(self._ends.searchsorted(byte, side="right")) - 1  # the last end <= pos
-        first = int(self._ends[max(0, k - tokens)])
-        if self._byte_offsets is None:
-            return first
-        return int(self._byte_offsets.searchsorted(first, side="right")) - 1
+        k = int(self._keys.searchsorted(2 * pos, side="right")) - 1  # the last end <= pos
+        key = int(self._keys[max(0, k - tokens)])
+        return key // 2 if key % 2 == 0 else (key + 1) // 2 - 1
 
     def count(self, start: int, end: int, direct: Callable[[int, int], int]) -> int:
         """Exact token count of ``text[start:end]``; ``direct`` encodes a span on its own."""
