@@ -25,9 +25,25 @@ def text_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+_NAMESPACE_BYTES = CHUNK_NAMESPACE.bytes
+
+
 def chunk_id_for(doc_id: str, index: int) -> str:
-    """The deterministic point id of a document's index-th chunk."""
-    return str(uuid.uuid5(CHUNK_NAMESPACE, f"{doc_id}\x00{index}"))
+    """The deterministic point id of a document's index-th chunk: the UUID version 5 of
+    ``f"{doc_id}\\x00{index}"`` in ``CHUNK_NAMESPACE``.
+
+    Written out rather than ``str(uuid.uuid5(...))`` (same string, a third of the time):
+    splitting makes one per chunk.
+    """
+    digest = bytearray(
+        hashlib.sha1(
+            _NAMESPACE_BYTES + f"{doc_id}\x00{index}".encode(), usedforsecurity=False
+        ).digest()[:16]
+    )
+    digest[6] = (digest[6] & 0x0F) | 0x50  # version 5
+    digest[8] = (digest[8] & 0x3F) | 0x80  # RFC 4122 variant
+    h = digest.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 @dataclass(frozen=True, slots=True)
