@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import functools
 import re
+import string
 from collections.abc import Callable
 
 import numpy as np
@@ -46,6 +47,10 @@ INDEX_MIN_CHARS = 512
 INDEXED_MIN_CHARS = 32
 
 # A trusted boundary is the match's start (see the module docstring).
+_ASCII_PUNCTUATION = frozenset(string.punctuation)
+_DIGITS = frozenset(string.digits)
+# Python calls these whitespace; tiktoken's patterns (\s is Unicode White_Space) do not.
+_NOT_REGEX_SPACE = frozenset("\x1c\x1d\x1e\x1f")
 _CONTINUATION_BYTES = bytes(range(0x80, 0xC0))  # UTF-8 bytes that do not start a character
 _BOUNDARY = re.compile(r"[ \t](?=\S)|(?<=\n)(?=[^\s/])")
 
@@ -154,20 +159,58 @@ class TokenIndex:
         return edge
 
     def _tail(self, start: int, end: int, direct: Callable[[int, int], int]) -> _Edge | None:
-        boundary = _last_boundary(self.text, start, end)
+        piece = _last_piece(self.text, start, end)
+        boundary = piece if piece is not None else _last_boundary(self.text, start, end)
         if boundary is None:
             return None
         before = self.tokens_before(boundary)
         if before is None:
             return None
-        # Span ends are mostly short words that recur ("|", "```", "});"): count each once.
-        word = self.text[boundary:end]
-        tokens = self._words.get(word)
-        if tokens is None:
-            tokens = self._words[word] = direct(boundary, end)
+        tokens = 0
+        if boundary < end:
+            # Span ends are mostly short words that recur ("|", ".", "});"): count each once.
+            word = self.text[boundary:end]
+            found = self._words.get(word)
+            tokens = (
+                found if found is not None else self._words.setdefault(word, direct(boundary, end))
+            )
         edge = (boundary, before, tokens)
         self._tails[end] = edge
         return edge
+
+
+def _last_piece(text: str, start: int, end: int) -> int | None:
+    """Where the span's last piece starts, when it is also a piece start of the document and
+    that piece ends at ``end`` in the document too (then the span's tokens up to it are the
+    document's), or None.
+
+    When the document goes on with whitespace after ``end``, only punctuation reaches
+    across: ``.\n\n`` is one piece in the document and ``.`` in the span. So a span that
+    ends in a letter or digit, or before whitespace other than a line break, ends on a
+    document piece boundary (``end`` itself). One that ends in ASCII punctuation before a
+    line break has that run (with one space before it) as its own last piece, starting
+    after a letter, a digit or a space. Anything else (a symbol, or a letter right after
+    ``end`` that could take the last character as its prefix) gets None.
+    """
+    if end - start < 1 or text[end - 1].isspace():
+        return None
+    if end == len(text):
+        return end
+    last, after = text[end - 1], text[end]
+    if not after.isspace() or after in _NOT_REGEX_SPACE:
+        return None  # a letter, digit or symbol may continue the document's piece
+    if after not in "\r\n" or last.isalpha() or last in _DIGITS:
+        return end
+    if last not in _ASCII_PUNCTUATION:
+        return None
+    run = end - 1
+    while run > 0 and text[run - 1] in _ASCII_PUNCTUATION:
+        run -= 1
+    if run > 0 and text[run - 1] == " ":
+        run -= 1
+    elif run > 0 and not (text[run - 1].isalpha() or text[run - 1] in _DIGITS):
+        return None
+    return run if run >= start else None
 
 
 def _last_boundary(text: str, start: int, end: int) -> int | None:
