@@ -75,16 +75,16 @@ class Sizer:
 
     def count(self, start: int, end: int) -> int:
         """The exact number of tokens of ``text[start:end]`` encoded on its own."""
+        if end - start < INDEXED_MIN_CHARS or not self._use_index:
+            return self.direct_count(start, end)
         if self._index is None:
-            if end - start < INDEX_MIN_CHARS or not self._use_index:
-                return self.direct_count(start, end)
+            # Built on the first count, whatever the span: every character is counted at
+            # least once anyway, and once is what the index costs.
             try:
                 self._index = TokenIndex(self.text, self.encoding)
             except UnicodeEncodeError:  # lone surrogates: only the direct path repairs them
                 self._use_index = False
                 return self.direct_count(start, end)
-        elif end - start < INDEXED_MIN_CHARS:
-            return self.direct_count(start, end)
         return self._index.count(start, end, self.direct_count)
 
     def start_of_last(self, pos: int, tokens: int) -> int | None:

@@ -40,9 +40,9 @@ import tiktoken
 TRUSTED_ENCODINGS = frozenset(("gpt2", "r50k_base", "p50k_base", "p50k_edit", "cl100k_base"))
 TRUSTED_ENCODINGS |= {"o200k_base", "o200k_harmony"}
 
-# The index is built when a span of at least INDEX_MIN_CHARS is counted; once it exists, spans
-# of INDEXED_MIN_CHARS or more use it. Shorter ones are encoded directly, which costs less
-# than the lookups (measured with bench/split_compare.py).
+# Texts of at least INDEX_MIN_CHARS get an index; spans of INDEXED_MIN_CHARS or more use it.
+# Shorter ones are encoded directly, which costs less than the lookups (measured with
+# bench/split_compare.py).
 INDEX_MIN_CHARS = 512
 INDEXED_MIN_CHARS = 32
 
@@ -154,9 +154,20 @@ class TokenIndex:
         before = self.tokens_before(boundary)
         if before is None:  # cannot happen if the module's argument holds
             return None
-        edge = (boundary, before, direct(start, boundary) if boundary > start else 0)
+        edge = (boundary, before, self._word(start, boundary, direct))
         self._heads[start] = edge
         return edge
+
+    def _word(self, start: int, end: int, direct: Callable[[int, int], int]) -> int:
+        """Tokens of a span's short end ("|", ".", "});", an indented line's first word):
+        they recur, so each is counted once per document."""
+        if start == end:
+            return 0
+        word = self.text[start:end]
+        tokens = self._words.get(word)
+        if tokens is None:
+            tokens = self._words[word] = direct(start, end)
+        return tokens
 
     def _tail(self, start: int, end: int, direct: Callable[[int, int], int]) -> _Edge | None:
         piece = _last_piece(self.text, start, end)
@@ -166,14 +177,7 @@ class TokenIndex:
         before = self.tokens_before(boundary)
         if before is None:
             return None
-        tokens = 0
-        if boundary < end:
-            # Span ends are mostly short words that recur ("|", ".", "});"): count each once.
-            word = self.text[boundary:end]
-            found = self._words.get(word)
-            tokens = (
-                found if found is not None else self._words.setdefault(word, direct(boundary, end))
-            )
+        tokens = self._word(boundary, end, direct)
         edge = (boundary, before, tokens)
         self._tails[end] = edge
         return edge
