@@ -31,6 +31,7 @@ headings; the prefix is never part of ``text``.
 from __future__ import annotations
 
 import bisect
+import itertools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -66,11 +67,15 @@ class _Structure:
 
 def _scan(text: str) -> _Structure:
     """One pass over the lines that finds headings, fences, front matter and tables."""
-    starts = [0, *(m.end() for m in _NEWLINE.finditer(text))]
-    if starts[-1] == len(text) and len(starts) > 1:
-        starts.pop()  # a final newline does not begin another line
-    ends = [s - 1 for s in starts[1:]] + [len(text)]  # each line's newline (or the text end)
-    rows = [text[s:e].rstrip("\r") for s, e in zip(starts, ends, strict=True)]
+    rows = text.split("\n")
+    if len(rows) > 1 and text.endswith("\n"):
+        rows.pop()  # a final newline does not begin another line
+    starts = list(itertools.accumulate((len(row) + 1 for row in rows), initial=0))
+    ends = [start - 1 for start in starts[1:]]  # each line's newline (or the text end)
+    starts.pop()
+    ends[-1] = len(text)
+    if "\r" in text:
+        rows = [row.rstrip("\r") for row in rows]
     found = _Structure([], set(), [], [])
     i, n = 0, len(rows)
     if n and rows[0].rstrip() == "---":  # YAML front matter
@@ -81,6 +86,17 @@ def _scan(text: str) -> _Structure:
     after_paragraph = False
     while i < n:
         row = rows[i]
+        # Most lines are plain text: settle them without the regular expressions below.
+        # (A line starting with a fence, heading, setext or rule character, a blank line, a
+        # line with a "|" or one above a "=" or "-" line takes the full path.)
+        lead = row.lstrip()[:1]
+        if (
+            lead not in "`~#=-"
+            and "|" not in row
+            and (i + 1 == n or rows[i + 1].lstrip()[:1] not in ("=", "-"))
+        ):
+            i, after_paragraph = i + 1, True
+            continue
         fence = _FENCE_OPEN.match(row)
         if fence:
             mark = fence.group(1)
