@@ -90,14 +90,26 @@ class _CodeSplitter:
         nodes = [c for c in root.named_children if c.type in IMPORT_TYPES]
         if not nodes:
             return
+        encode = self.sizer.encoding.encode_ordinary
         lines: list[str] = []
+        joined_with_newline = 0  # tokens of "\n".join(lines) + "\n"
         for node in nodes:
             start, end = self.char(node.start_byte), self.char(node.end_byte)
-            candidate = [*lines, self.text[start:end].strip()]
-            joined = "\n".join(candidate)
-            if len(self.sizer.encoding.encode(joined, disallowed_special=())) > self._import_cap:
+            line = self.text[start:end].strip()
+            # The join's tokens add up line by line when a line starts with neither
+            # whitespace nor "/": it then starts a tokenizer piece (see token_index).
+            additive = line[:1] not in ("", "/")
+            if additive:
+                total = joined_with_newline + len(encode(line))
+            else:
+                total = len(encode("\n".join([*lines, line])))
+            if total > self._import_cap:
                 break
-            lines = candidate
+            lines.append(line)
+            if additive:
+                joined_with_newline += len(encode(line + "\n"))
+            else:
+                joined_with_newline = len(encode("\n".join(lines) + "\n"))
         self.imports = "\n".join(lines)
         self.import_span = (self.char(nodes[0].start_byte), self.char(nodes[-1].end_byte))
 
