@@ -22,9 +22,11 @@ Corpus (real text that ships with the workspace):
 * markdown: the repository's own README.md, docs/*.md and examples/docs/*.md, repeated as
   separate documents until ``--markdown-mb`` MB (the set is only ~0.1 MB).
 
-Each splitter runs once to warm up (imports, grammars, tokenizer caches), then ``--runs`` times;
-the best run counts. chonkie's RecursiveChunker memoises token counts across calls; its cache is
-cleared before each document so that repeated runs and repeated files are not counted once.
+Each splitter runs once to warm up (imports, grammars, tokenizer caches), then ``--runs`` times
+in turns with the others (one pass of each per round, so that a slow spell of a shared machine
+hits all alike); the best run counts. chonkie's RecursiveChunker memoises token counts across
+calls; its cache is cleared before each document so that repeated runs and repeated files are
+not counted once.
 MB is 10^6 UTF-8 bytes. Budget compliance: every chunk's text is re-counted with cl100k_base
 (special tokens as text) and those over 512 are reported. When ctxr is slower than a peer's
 recursive splitter on a kind, one ctxr pass over that kind is run under cProfile and its top
@@ -226,14 +228,19 @@ def ctxr_default_overlap(docs: list[Document]) -> list[str]:
     return [c.text for d in docs for c in split_document(d, max_tokens=BUDGET)]
 
 
-def measure(fn: Splitter, docs: list[Document], runs: int) -> tuple[float, list[str]]:
-    chunks = fn(docs)  # warm-up
-    best = float("inf")
+def measure(
+    fns: dict[str, Splitter], docs: list[Document], runs: int
+) -> dict[str, tuple[float, list[str]]]:
+    """Best time of ``runs`` passes per splitter, the passes taken in turns (one pass of each
+    splitter per round) so that a slow spell of a shared machine hits them all alike."""
+    chunks = {name: fn(docs) for name, fn in fns.items()}  # warm-up
+    best = dict.fromkeys(fns, float("inf"))
     for _ in range(runs):
-        t0 = time.perf_counter()
-        chunks = fn(docs)
-        best = min(best, time.perf_counter() - t0)
-    return best, chunks
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            chunks[name] = fn(docs)
+            best[name] = min(best[name], time.perf_counter() - t0)
+    return {name: (best[name], chunks[name]) for name in fns}
 
 
 def over_budget(enc: tiktoken.Encoding, texts: list[str]) -> tuple[int, int]:
@@ -300,8 +307,8 @@ def main() -> None:
         extra: dict[str, Splitter] = {}
         if kind == "prose":
             extra["ctxr, default 10% overlap"] = ctxr_default_overlap
-        for name, fn in {**splitters, **extra, **make_floors(kind)}.items():
-            secs, chunks = measure(fn, docs, args.runs)
+        timed = measure({**splitters, **extra, **make_floors(kind)}, docs, args.runs)
+        for name, (secs, chunks) in timed.items():
             over, worst = over_budget(enc, chunks)
             results[kind][name] = (mb / secs, len(chunks), over, worst)
             print(f"  {name:30s} {mb / secs:8.3f} MB/s  {secs:7.3f} s  {len(chunks):6d} chunks"
