@@ -23,7 +23,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 from tree_sitter import Node
 
 from ctxr.enrich.split.code_languages import (
@@ -79,15 +78,16 @@ class _CodeSplitter:
     def char(self, byte: int) -> int:
         if self._starts is None:
             return byte
-        return int(np.searchsorted(self._starts, byte))
+        return int(self._starts.searchsorted(byte))
 
     def split(self, root: Node) -> list[Piece]:
-        self._find_imports(root)
-        units = self._partition(root.named_children, 0, len(self.text), (), in_function=False)
+        children = root.named_children  # (each access builds the Node objects anew)
+        self._find_imports(children)
+        units = self._partition(children, 0, len(self.text), (), in_function=False)
         return self._process(units, ())
 
-    def _find_imports(self, root: Node) -> None:
-        nodes = [c for c in root.named_children if c.type in IMPORT_TYPES]
+    def _find_imports(self, children: list[Node]) -> None:
+        nodes = [c for c in children if c.type in IMPORT_TYPES]
         if not nodes:
             return
         encode = self.sizer.encoding.encode_ordinary

@@ -97,11 +97,21 @@ def unwrap(node: Node) -> Node:
 
 def is_definition(node: Node) -> bool:
     """Whether a node inside a function body is a definition worth a symbol path entry."""
-    return any(word in node.type for word in _DEFINITION)
+    return _is_definition_type(node.type)
 
 
 def is_classish(node: Node) -> bool:
-    return any(word in node.type for word in _CLASSISH)
+    return _is_classish_type(node.type)
+
+
+@cache
+def _is_definition_type(node_type: str) -> bool:  # a grammar has a few hundred node types
+    return any(word in node_type for word in _DEFINITION)
+
+
+@cache
+def _is_classish_type(node_type: str) -> bool:
+    return any(word in node_type for word in _CLASSISH)
 
 
 def _text(node: Node) -> str:
