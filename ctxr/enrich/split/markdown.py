@@ -77,6 +77,9 @@ def _scan(text: str) -> _Structure:
     if "\r" in text:
         rows = [row.rstrip("\r") for row in rows]
     found = _Structure([], set(), [], [])
+    # Each line's first non-blank character ("" for a blank line, which is "in" any str).
+    firsts = [row.lstrip()[:1] for row in rows]
+    firsts.append("")  # (past the last line)
     i, n = 0, len(rows)
     if n and rows[0].rstrip() == "---":  # YAML front matter
         close = next((j for j in range(1, n) if rows[j].rstrip() in ("---", "...")), None)
@@ -89,12 +92,7 @@ def _scan(text: str) -> _Structure:
         # Most lines are plain text: settle them without the regular expressions below.
         # (A line starting with a fence, heading, setext or rule character, a blank line, a
         # line with a "|" or one above a "=" or "-" line takes the full path.)
-        lead = row.lstrip()[:1]
-        if (
-            lead not in "`~#=-"
-            and "|" not in row
-            and (i + 1 == n or rows[i + 1].lstrip()[:1] not in ("=", "-"))
-        ):
+        if firsts[i] not in "`~#=-" and "|" not in row and firsts[i + 1] not in ("=", "-"):
             i, after_paragraph = i + 1, True
             continue
         fence = _FENCE_OPEN.match(row)
@@ -102,7 +100,7 @@ def _scan(text: str) -> _Structure:
             mark = fence.group(1)
             j = i + 1
             while j < n:
-                closing = _FENCE_CLOSE.match(rows[j])
+                closing = _FENCE_CLOSE.match(rows[j]) if firsts[j] == mark[0] else None
                 if (
                     closing
                     and closing.group(1)[0] == mark[0]
