@@ -320,7 +320,7 @@ def main() -> None:
     for kind, rows in results.items():
         ctxr_rate = rows[base][0]
         for name, (rate, n, over, worst) in rows.items():
-            ratio = "-" if name == base else f"{ctxr_rate / rate:.2f}x"
+            ratio = "-" if name.startswith("ctxr") else f"{ctxr_rate / rate:.2f}x"
             counts = f"{n} | {over} ({worst})" if n else "- | -"
             print(f"| {kind} | {name} | {rate:.3f} | {ratio} | {counts} |")
 
