@@ -32,7 +32,7 @@ ATOMS = [
     "word", "Word", "x", "ünïcödé", "日本語", "😀", "42", "3.14", "1234567", "don't", "I'm",
     " ", "  ", "\t", " \t ", "\n", "\n\n", "\r\n", " \n", "\n  ", "\n\t", "\u00a0", "\u3000",
     "\x1c", "\x0b", "\x0c", ".", "...", "!?", "/", "//", "/*", "*/", "(", ")", "{", "}", "#",
-    "-", "'", '"', "<|endoftext|>", "==", "->", "::",
+    "-", "'", '"', "<|endoftext|>", "==", "->", "::", "\u0301", "'s", "});", "\r",
 ]  # fmt: skip
 
 texts = st.lists(st.sampled_from(ATOMS), min_size=1, max_size=80).map("".join)
@@ -64,6 +64,7 @@ def test_all_spans_of_a_tricky_text(encoding: str):
     text = (
         "def f(x):\n    return x.\n/ slash\n.\n/path\tx  \t y\r\n\r\n  z 12345 don't\n"
         "\u00a0nbsp \u3000ideo\x1cctl\n\x0bvt é😀 <|endoftext|> end.\n\n// c\n"
+        "cafe\u0301.\n\ndogs'.\nit's.\n3.14.\r\n(x) ;\n\t}\n  })\n\x1c.\n"
     )
     enc = get_encoding(encoding)
     index = TokenIndex(text, enc)
