@@ -146,6 +146,22 @@ def test_markdown_table_cut_between_rows_with_header_prefix() -> None:
             assert chunk.prefix == "## Data\n\n| name | value |\n|------|-------|"
 
 
+@pytest.mark.parametrize("gap", ["\n\n", "\n"])
+def test_markdown_list_stays_with_the_line_that_introduces_it(gap: str) -> None:
+    # Sweep the filler so that, somewhere, greedy packing would end a chunk right after
+    # "Before you start:" (with a blank line before the list) or cut the long list's block
+    # by lines right after it (no blank line).
+    items = "\n".join(f"- step {i}: check the {i}th thing" for i in range(12))
+    for words in range(5, 60, 3):
+        filler = " ".join(f"filler{i}" for i in range(words))
+        text = f"# Setup\n\n{filler}.\n\nBefore you start:{gap}{items}\n\nThe end.\n"
+        doc = make_doc(text, "markdown")
+        chunks = split_document(doc, max_tokens=48)
+        check_invariants(doc, chunks, 48)
+        first_item = next(c for c in chunks if "- step 0:" in c.text)
+        assert "Before you start:" in first_item.text, (words, [c.text for c in chunks])
+
+
 def test_big_fence_is_split_by_lines() -> None:
     code = "\n".join(f"    value_{i} = compute({i})  # step {i}" for i in range(200))
     text = f"# Code\n\n```python\n{code}\n```\n"

@@ -11,6 +11,8 @@ Structure recognised (a deliberate subset of CommonMark):
   cut falls inside unless the block alone exceeds the budget (then it is cut between lines).
 * Tables (a row with ``|`` followed by a delimiter row): cut only between rows; a chunk that
   starts inside a table repeats the header and delimiter rows in its ``prefix``.
+* Lists introduced by a line ending in ``:`` (``Steps:``, then ``-``, ``*``, ``+`` or ``1.``
+  items, blank lines between allowed): the introducing line stays with the first item.
 
 Every heading starts a section that runs to the next heading. ``heading_path`` of a section is
 the heading texts from the outermost ancestor down to its own heading.
@@ -22,10 +24,10 @@ section's, which is therefore a true ancestor trail of everything in the chunk; 
 the same or a higher level always starts a new chunk.
 
 A section larger than the budget is split by blocks (blank lines outside fences; a heading
-stays glued to the block after it), then lines (a fenced block counts as one line), then plain
-lines, sentences and finally words. Its chunks after the first carry ``prefix`` = its heading
-trail as Markdown heading lines ("# Guide\\n## Install"), so that the indexed text keeps its
-headings; the prefix is never part of ``text``.
+or a list's introducing line stays glued to the block after it), then lines (a fenced block
+counts as one line), then plain lines, sentences and finally words. Its chunks after the
+first carry ``prefix`` = its heading trail as Markdown heading lines ("# Guide\\n## Install"),
+so that the indexed text keeps its headings; the prefix is never part of ``text``.
 """
 
 from __future__ import annotations
@@ -48,6 +50,10 @@ _NOT_SETEXT_TEXT = re.compile(r"^(?: {4}|\t| {0,3}(?:>|[-*+](?:[ \t]|$)|\d{1,9}[
 _TABLE_DELIMITER = re.compile(r"^[ \t]*\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$")
 _BLANK_LINES = re.compile(r"\n[ \t\r\f\v]*\n\s*")
 _NEWLINE = re.compile(r"\n")
+# A line ending in ":" followed (blank lines allowed) by a list item: group 1 is its newline.
+_LIST_INTRO = re.compile(
+    r":[ \t\r]*(\n)(?:[ \t\r]*\n)*[ ]{0,3}(?:[-*+]|\d{1,9}[.)])(?:[ \t]|$)", re.MULTILINE
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +67,7 @@ class _Section:
 class _Structure:
     headings: list[tuple[int, int, str]]  # (start offset, level, text)
     heading_ends: set[int]  # offsets of the newline that ends each heading
+    intro_ends: set[int]  # offsets of the newline after a line that introduces a list
     opaque: list[Span]  # fenced blocks and front matter, in order
     tables: list[tuple[int, int, int]]  # (start, end of delimiter row, end)
 
@@ -76,7 +83,8 @@ def _scan(text: str) -> _Structure:
     ends[-1] = len(text)
     if "\r" in text:
         rows = [row.rstrip("\r") for row in rows]
-    found = _Structure([], set(), [], [])
+    found = _Structure([], set(), set(), [], [])
+    found.intro_ends.update(m.start(1) for m in _LIST_INTRO.finditer(text))
     # Each line's first non-blank character ("" for a blank line, which is "in" any str).
     firsts = [row.lstrip()[:1] for row in rows]
     firsts.append("")  # (past the last line)
@@ -184,9 +192,10 @@ def _levels(found: _Structure) -> tuple[Level, ...]:
 
         return level
 
-    # A heading's own newline is "glued": the heading stays with the block below it.
-    blocks = cutting_at(_BLANK_LINES, found.heading_ends)
-    markdown_lines = cutting_at(_NEWLINE, set())
+    # A heading's own newline is "glued": the heading stays with the block below it; so is
+    # the newline after a line that introduces a list ("Steps:"), at every level.
+    blocks = cutting_at(_BLANK_LINES, found.heading_ends | found.intro_ends)
+    markdown_lines = cutting_at(_NEWLINE, found.intro_ends)
     return (blocks, markdown_lines, lines, sentences)
 
 
