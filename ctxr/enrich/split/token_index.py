@@ -2,7 +2,8 @@
 
 The splitters count many overlapping spans (sections, their blocks, the chunks packed from
 them). Encoding each span anew costs two to three encodings of the document; this index
-encodes it once and answers each count with two tiny encodings and two array lookups.
+encodes it once and answers each count with two array lookups and at most two tiny
+encodings.
 
 Why the answer is exact: tiktoken encodes in two stages. A regular expression cuts the text
 into pieces, then byte-pair merging turns each piece into tokens, never across pieces. So
@@ -21,9 +22,13 @@ piece boundaries in every text that contains them, for the patterns of the encod
   punctuation piece may run on into ``/`` after a newline (``.\\n/``), hence the exception.
 
 A span ``[s, e)`` is counted as ``direct(s, b1) + tokens(b1..b2) + direct(b2, e)``, with ``b1``
-and ``b2`` the first and last such boundaries inside it: the direct parts are usually a word
-or one line. If the document's encoding does not have a token boundary where the argument
-says it must, the span is encoded directly, so a count is never an estimate.
+and ``b2`` the first and last such boundaries inside it: the direct parts are usually a word,
+counted once per document. Most span ends need no encoding at all: a span that ends in a
+letter or digit before whitespace ends on a piece boundary of the document too, so ``b2`` is
+the end itself (``_last_piece`` has the rule and its exceptions). If the document's encoding
+does not have a token boundary where the argument says it must, the span is encoded
+directly, so a count is never an estimate. The tests compare every span of texts full of the
+patterns' hazards with its direct encoding.
 """
 
 from __future__ import annotations
@@ -46,12 +51,12 @@ TRUSTED_ENCODINGS |= {"o200k_base", "o200k_harmony"}
 INDEX_MIN_CHARS = 512
 INDEXED_MIN_CHARS = 32
 
-# A trusted boundary is the match's start (see the module docstring).
 _ASCII_PUNCTUATION = frozenset(string.punctuation)
 _DIGITS = frozenset(string.digits)
 # Python calls these whitespace; tiktoken's patterns (\s is Unicode White_Space) do not.
 _NOT_REGEX_SPACE = frozenset("\x1c\x1d\x1e\x1f")
 _CONTINUATION_BYTES = bytes(range(0x80, 0xC0))  # UTF-8 bytes that do not start a character
+# A trusted boundary is the match's start (see the module docstring).
 _BOUNDARY = re.compile(r"[ \t](?=\S)|(?<=\n)(?=[^\s/])")
 
 
