@@ -20,12 +20,8 @@ hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from ctxr.enrich.split.sizing import Sizer  # noqa: E402
-from ctxr.enrich.split.token_index import (  # noqa: E402
-    INDEX_MIN_CHARS,
-    TokenIndex,
-    char_byte_offsets,
-)
+from ctxr.enrich.split.sizing import Sizer, char_byte_offsets  # noqa: E402
+from ctxr.enrich.split.token_index import INDEX_MIN_CHARS, TokenIndex  # noqa: E402
 from ctxr.enrich.tokens import SEEDABLE, get_encoding  # noqa: E402
 
 ATOMS = [

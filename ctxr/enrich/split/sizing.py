@@ -8,8 +8,8 @@ Counting is the expensive part. Counting every candidate concatenation would be 
 pieces are counted once and their counts summed (plus what the whitespace between them costs);
 tiktoken counts are nearly additive at whitespace boundaries, and every packed chunk is counted
 exactly once more to make sure the estimate did not let it slip over budget. Counts of long
-spans come from a ``TokenIndex``: the document is encoded once and each count costs a word or
-a line of encoding at either end, so the repeated counting is nearly free.
+spans come from a ``TokenIndex``: the document is encoded once and each count costs two
+lookups and at most a word of encoding at either end, so the repeated counting is nearly free.
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ from ctxr.enrich.split.token_index import (
     INDEXED_MIN_CHARS,
     TRUSTED_ENCODINGS,
     TokenIndex,
-    char_byte_offsets,
 )
 from ctxr.enrich.tokens import get_encoding
 
@@ -124,6 +123,17 @@ class Sizer:
             if len(self._gap_cache) < 4096:
                 self._gap_cache[gap] = cost
         return cost
+
+
+def char_byte_offsets(text: str) -> npt.NDArray[np.int64] | None:
+    """UTF-8 byte offset at which each character starts (plus the end); None for ASCII."""
+    if text.isascii():
+        return None
+    points = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    widths = 1 + (points >= 0x80) + (points >= 0x800) + (points >= 0x10000)
+    offsets = np.zeros(len(points) + 1, dtype=np.int64)
+    np.cumsum(widths, out=offsets[1:])
+    return offsets
 
 
 def trim(text: str, start: int, end: int) -> Span | None:

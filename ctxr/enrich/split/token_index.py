@@ -82,17 +82,6 @@ def _token_tables(
     return starts, continues
 
 
-def char_byte_offsets(text: str) -> npt.NDArray[np.int64] | None:
-    """UTF-8 byte offset at which each character starts (plus the end); None for ASCII."""
-    if text.isascii():
-        return None
-    points = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-    widths = 1 + (points >= 0x80) + (points >= 0x800) + (points >= 0x10000)
-    offsets = np.zeros(len(points) + 1, dtype=np.int64)
-    np.cumsum(widths, out=offsets[1:])
-    return offsets
-
-
 # A span edge resolved against the index: (boundary, document tokens before it, tokens of the
 # span between its edge and the boundary). A boundary is found from one edge alone (the first
 # one at or after a start, the last one before an end), so edges are cached and shared by
