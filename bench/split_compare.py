@@ -30,12 +30,18 @@ not counted once.
 MB is 10^6 UTF-8 bytes. Budget compliance: every chunk's text is re-counted with cl100k_base
 (special tokens as text) and those over 512 are reported. When ctxr is slower than a peer's
 recursive splitter on a kind, one ctxr pass over that kind is run under cProfile and its top
-entries are printed.
+entries are printed (cProfile inflates many small calls; py-spy gives truer shares).
+
+Reference rows that are not splitters: "floor: tiktoken encodes each text once" (the least
+any splitter with exact token counts must do) and, for code, "floor: tree-sitter parse +
+tiktoken once" (the least a syntax-aware one must do). On prose, ctxr also runs with its
+default 10% overlap, as a user gets it.
 
 Usage (the peers are benchmark-only: ``pip install -e '.[bench]'`` or
 ``pip install chonkie langchain-text-splitters``)::
 
     python bench/split_compare.py [--runs 3] [--prose-mb 3] [--markdown-mb 3]
+                                  [--kinds code,prose,markdown] [--no-profile]
 """
 
 from __future__ import annotations
