@@ -288,7 +288,7 @@ class OpenAIEmbedder:
         )
 
     def _malformed(self, why: str) -> ProviderError:
-        return ProviderError(f"{_NAME} sent a malformed response: {why}", retryable=True)
+        return shared.malformed(_NAME, why)
 
     def _clean(self, text: str) -> str:
         return shared.short(shared.redact(text, self._client.api_key))

@@ -23,7 +23,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ctxr.types import Hit, RetrieverScore
+from ctxr.retrieve.passages import best_scores
+from ctxr.types import Hit
 
 EXPAND_FAILED = "expand failed: parent section could not be rebuilt exactly"
 
@@ -83,7 +84,7 @@ def expand_parents(
                 end=end,
                 text=text,
                 heading_path=heading_path,
-                scores=_best_scores(group),
+                scores=best_scores(group),
             )
         )
         spaces[best.chunk_id] = space
@@ -119,13 +120,3 @@ def rebuild(
     if pos != end or len(text) != end - start:
         return None
     return text, tuple(first.get("heading_path") or ()), space
-
-
-def _best_scores(group: Sequence[Hit]) -> dict[str, RetrieverScore]:
-    scores: dict[str, RetrieverScore] = {}
-    for hit in group:
-        for name, score in hit.scores.items():
-            held = scores.get(name)
-            if held is None or score.rank < held.rank:
-                scores[name] = score
-    return scores

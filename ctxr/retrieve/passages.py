@@ -74,13 +74,19 @@ def _merge(group: list[Hit], spaces: Mapping[str, str]) -> tuple[int, Hit]:
         else:
             text += hit.text[end - hit.start :]
         end, space = hit.end, spaces.get(hit.chunk_id, "")
+    scores = best_scores(group)
+    passage = replace(
+        best, start=first.start, end=end, heading_path=first.heading_path, text=text, scores=scores
+    )
+    return best.rank, passage
+
+
+def best_scores(group: Sequence[Hit]) -> dict[str, RetrieverScore]:
+    """Each retriever's best (lowest-rank) score among hits joined into one passage."""
     scores: dict[str, RetrieverScore] = {}
     for hit in group:
         for name, score in hit.scores.items():
             held = scores.get(name)
             if held is None or score.rank < held.rank:
                 scores[name] = score
-    passage = replace(
-        best, start=first.start, end=end, heading_path=first.heading_path, text=text, scores=scores
-    )
-    return best.rank, passage
+    return scores
