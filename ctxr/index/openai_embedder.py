@@ -32,6 +32,7 @@ from tenacity.wait import wait_random_exponential
 
 from ctxr.enrich import providers as shared
 from ctxr.enrich.llm import ProviderError
+from ctxr.enrich.providers.openai import make_client
 from ctxr.enrich.tokens import get_encoding
 from ctxr.errors import ConfigError, EmbedderError
 from ctxr.index.embed import FloatMatrix
@@ -91,16 +92,14 @@ class OpenAIEmbedder:
             raise ConfigError(f"CTXR_EMBEDDING_DIMENSIONS must be positive, got {dimensions}")
         if max_attempts < 1:
             raise ConfigError(f"max_attempts must be at least 1, got {max_attempts}")
-        api_key = shared.openai_key(api_key, base_url)
-        try:
-            self._client = openai.OpenAI(
-                api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout
-            )
-        except openai.OpenAIError as exc:
-            raise ConfigError(
-                f"{_NAME}: no API key found; set {KEY_ENV}, or OPENAI_BASE_URL for a local "
-                "OpenAI-compatible server, or use CTXR_EMBEDDER=local"
-            ) from exc
+        self._client = make_client(
+            openai.OpenAI,
+            name=_NAME,
+            api_key=api_key,
+            base_url=base_url,
+            timeout=timeout,
+            hint=", or use CTXR_EMBEDDER=local",
+        )
         self._model, self._dimensions = model, dimensions
         self._dim: int | None = dimensions or KNOWN_DIMS.get(model)
         self._batch_size, self._max_tokens = batch_size, max_tokens

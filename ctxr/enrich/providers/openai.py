@@ -10,7 +10,7 @@ through `OPENAI_BASE_URL`, which is how a user runs a local model.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, TypeVar
 
 import openai
 from openai.types.chat import ChatCompletion, ChatCompletionUserMessageParam
@@ -22,6 +22,34 @@ from ctxr.errors import ConfigError
 
 KEY_ENV = "OPENAI_API_KEY"
 _NAME = "OpenAI"
+
+ClientT = TypeVar("ClientT", openai.OpenAI, openai.AsyncOpenAI)
+
+
+def make_client(
+    client_class: type[ClientT],
+    *,
+    name: str,
+    api_key: str | None,
+    base_url: str | None,
+    timeout: float,
+    hint: str = "",
+) -> ClientT:
+    """An OpenAI SDK client that never retries on its own (its callers retry under their
+    rate limits), or a ConfigError naming ``name`` and what to set (plus ``hint``)."""
+    # None lets the SDK read OPENAI_API_KEY and OPENAI_BASE_URL itself. A local
+    # OpenAI-compatible server usually needs no key, but the SDK refuses to start without
+    # one, so a base URL without a key gets a placeholder the server ignores.
+    api_key = shared.openai_key(api_key, base_url)
+    try:
+        return client_class(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout)
+    except openai.OpenAIError as exc:
+        raise ConfigError(
+            f"{name}: no API key found; set {KEY_ENV}, or OPENAI_BASE_URL for a local "
+            f"OpenAI-compatible server{hint}"
+        ) from exc
+
+
 # Reasoning models refuse `max_tokens` and any temperature but the default; the gpt-5 family
 # (not 5.1+) accepts "minimal" effort, which keeps the output budget for the context itself.
 _REASONING = re.compile(r"^(o\d|gpt-5)")
@@ -41,19 +69,9 @@ class OpenAILLM:
     ) -> None:
         self._model = model
         self._max_output_tokens = max_output_tokens
-        # None lets the SDK read OPENAI_API_KEY and OPENAI_BASE_URL itself. A local
-        # OpenAI-compatible server usually needs no key, but the SDK refuses to start without
-        # one, so a base URL without a key gets a placeholder the server ignores.
-        api_key = shared.openai_key(api_key, base_url)
-        try:
-            self._client = openai.AsyncOpenAI(
-                api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout
-            )
-        except openai.OpenAIError as exc:
-            raise ConfigError(
-                f"{_NAME}: no API key found; set {KEY_ENV}, or OPENAI_BASE_URL for a local "
-                "OpenAI-compatible server"
-            ) from exc
+        self._client = make_client(
+            openai.AsyncOpenAI, name=_NAME, api_key=api_key, base_url=base_url, timeout=timeout
+        )
 
     @property
     def provider(self) -> str:
