@@ -38,7 +38,7 @@ from ctxr.enrich.split.code_languages import (
     unwrap,
 )
 from ctxr.enrich.split.recursive import CODE_LEVELS, add_overlap, split_span
-from ctxr.enrich.split.sizing import Piece, Sized, Sizer, pack, trim
+from ctxr.enrich.split.sizing import Piece, Sized, Sizer, char_byte_offsets, pack, trim
 
 __all__ = ["CODE_SPLIT_LANGUAGES", "split_code"]
 
@@ -70,7 +70,7 @@ class _CodeSplitter:
         self.budget = budget
         self.raw = self.text.encode("utf-8")
         # Byte offset at which each character starts; None when every character is one byte.
-        self._starts = sizer.byte_offsets()
+        self._starts = char_byte_offsets(self.text)
         self.imports = ""
         self.import_span = (0, 0)
         self._import_cap = max(64, max_tokens // 4)

@@ -69,8 +69,6 @@ class Sizer:
         self._gap_cache: dict[str, int] = {}
         self._index: TokenIndex | None = None
         self._use_index = self.encoding.name in TRUSTED_ENCODINGS and len(text) >= INDEX_MIN_CHARS
-        self._byte_offsets: npt.NDArray[np.int64] | None = None
-        self._byte_offsets_done = False
 
     def count(self, start: int, end: int) -> int:
         """The exact number of tokens of ``text[start:end]`` encoded on its own."""
@@ -93,13 +91,6 @@ class Sizer:
 
     def direct_count(self, start: int, end: int) -> int:
         return len(self.encode(start, end))
-
-    def byte_offsets(self) -> npt.NDArray[np.int64] | None:
-        """UTF-8 byte offset of each character of the text (and its end); None if ASCII."""
-        if not self._byte_offsets_done:
-            self._byte_offsets_done = True
-            self._byte_offsets = char_byte_offsets(self.text)
-        return self._byte_offsets
 
     def encode(self, start: int, end: int) -> list[int]:
         # Ordinary encoding: "<|endoftext|>" in a document is text, not an error or a special.

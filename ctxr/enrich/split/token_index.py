@@ -137,9 +137,8 @@ class TokenIndex:
 
     def _head(self, start: int, end: int, direct: Callable[[int, int], int]) -> _Edge | None:
         text = self.text
-        first = text[start] if start < end else " "
-        if start > 0 and text[start - 1] == "\n" and first != "/" and not first.isspace():
-            boundary = start  # a line start: the usual case, without the search
+        if start < end and _is_line_start(text, start):
+            boundary = start  # the usual case, without the search
         else:
             found = _BOUNDARY.search(text, start, end)
             if found is None:
@@ -197,7 +196,7 @@ def _last_piece(text: str, start: int, end: int) -> int | None:
     last, after = text[end - 1], text[end]
     if not after.isspace() or after in _NOT_REGEX_SPACE:
         return None  # a letter, digit or symbol may continue the document's piece
-    if after not in "\r\n" or last.isalpha() or last in _DIGITS:
+    if after not in "\r\n" or _is_word_char(last):
         return end
     if last not in _ASCII_PUNCTUATION:
         return None
@@ -206,7 +205,7 @@ def _last_piece(text: str, start: int, end: int) -> int | None:
         run -= 1
     if run > 0 and text[run - 1] == " ":
         run -= 1
-    elif run > 0 and not (text[run - 1].isalpha() or text[run - 1] in _DIGITS):
+    elif run > 0 and not _is_word_char(text[run - 1]):
         return None
     return run if run >= start else None
 
@@ -227,9 +226,19 @@ def _last_boundary(text: str, start: int, end: int) -> int | None:
     # The last line start whose first character is neither whitespace nor "/".
     pos = end - 1
     while (pos := text.rfind("\n", max(start - 1, 0), pos)) >= 0:
-        first = text[pos + 1]
-        if pos + 1 >= start and not first.isspace() and first != "/":
+        if pos + 1 >= start and _is_line_start(text, pos + 1):
             return pos + 1 if best is None or pos + 1 > best else best
         if best is not None and pos < best:
             break
     return best
+
+
+def _is_line_start(text: str, pos: int) -> bool:
+    """The line-start kind of trusted boundary (``_BOUNDARY``'s second branch), at ``pos``."""
+    first = text[pos]
+    return pos > 0 and text[pos - 1] == "\n" and first != "/" and not first.isspace()
+
+
+def _is_word_char(char: str) -> bool:
+    """A letter or an ASCII digit: a piece that ends in one ends before whitespace."""
+    return char.isalpha() or char in _DIGITS
