@@ -62,7 +62,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ctxr.config import load_settings
-from ctxr.index.builder import build_index
+from ctxr.pipeline.build import build_index
 
 ROOT = Path(__file__).resolve().parents[1]
 JUDGED = ROOT / "tests" / "data" / "judged" / "queries.jsonl"

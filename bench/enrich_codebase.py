@@ -53,15 +53,16 @@ from fakes.llm_faults import realistic_latency
 from fakes.llm_server import FakeLLMServer, RecordedRequest
 from fakes.llm_wire import count_text_tokens, prompt_parts
 
-from ctxr.enrich.ledger import Ledger
-from ctxr.enrich.llm import LLM, ProviderError, SituateRequest
-from ctxr.enrich.prompt import PROMPT_VERSION, document_part
-from ctxr.enrich.providers import make_llm, min_cacheable_tokens
-from ctxr.enrich.queue import situate_documents
-from ctxr.enrich.ratelimit import RateLimiter, RateLimits
-from ctxr.enrich.tokens import count_tokens
+from ctxr.enrich.situate.ledger import Ledger
+from ctxr.enrich.situate.prompt import PROMPT_VERSION, document_part
+from ctxr.enrich.situate.queue import situate_documents
+from ctxr.errors import ProviderError
 from ctxr.eval.datasets import default_data_dir, load_anthropic_codebase
 from ctxr.eval.runner import given_chunker, to_documents
+from ctxr.llm.base import LLM, SituateRequest
+from ctxr.llm.ratelimit import RateLimiter, RateLimits
+from ctxr.llm.registry import make_llm, min_cacheable_tokens
+from ctxr.tokens import count_tokens
 from ctxr.types import Chunk, Document
 
 Pairs = list[tuple[Document, list[Chunk]]]

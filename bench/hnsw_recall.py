@@ -47,11 +47,12 @@ from ctxr.config import load_settings
 from ctxr.eval.datasets import default_data_dir, load_beir
 from ctxr.eval.runner import eval_cache_dir, to_documents
 from ctxr.index import components
-from ctxr.index.bm25 import SparseTerms
-from ctxr.index.builder import index_documents
-from ctxr.index.edge_store import EdgeStore
-from ctxr.index.embed_cache import CachedEmbedder
-from ctxr.index.store import DENSE_VECTOR, SPARSE_VECTOR, StoredPoint
+from ctxr.index.bm25.weights import SparseTerms
+from ctxr.index.embed.cache import CachedEmbedder
+from ctxr.index.store import factory as store_factory
+from ctxr.index.store.base import DENSE_VECTOR, SPARSE_VECTOR, StoredPoint
+from ctxr.index.store.edge import EdgeStore
+from ctxr.pipeline.build import index_documents
 
 DEFAULT_INDEX = Path("/tmp/evalidx/scifact-ours200-none-bm25-1.2-0.75")
 EFS = (16, 32, 64, 128, 256, 512)
@@ -76,7 +77,7 @@ def read_index(index_dir: Path) -> Corpus:
     """Every point's dense and sparse vector, read from a copy (the original may be in use)."""
     with tempfile.TemporaryDirectory(prefix="ctxr-hnsw-src-") as tmp:
         copy = Path(tmp) / "shard"
-        shutil.copytree(components.shard_path(index_dir), copy)
+        shutil.copytree(store_factory.shard_path(index_dir), copy)
         shard = qe.EdgeShard.load(str(copy))
         ids: list[str] = []
         dense: list[list[float]] = []

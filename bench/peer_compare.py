@@ -63,11 +63,13 @@ from search_latency import (  # noqa: E402
 
 from ctxr.config import load_settings  # noqa: E402
 from ctxr.index import components  # noqa: E402
-from ctxr.index.bm25 import document_vector  # noqa: E402
-from ctxr.index.edge_store import EdgeStore  # noqa: E402
-from ctxr.index.embed import DIM, MODEL_NAME, FloatMatrix, OnnxEmbedder  # noqa: E402
+from ctxr.index.bm25.weights import document_vector  # noqa: E402
+from ctxr.index.embed.base import FloatMatrix  # noqa: E402
+from ctxr.index.embed.onnx import DIM, MODEL_NAME, OnnxEmbedder  # noqa: E402
 from ctxr.index.manifest import DocumentEntry, Manifest  # noqa: E402
-from ctxr.index.store import StoredPoint  # noqa: E402
+from ctxr.index.store import factory as store_factory  # noqa: E402
+from ctxr.index.store.base import StoredPoint  # noqa: E402
+from ctxr.index.store.edge import EdgeStore  # noqa: E402
 from ctxr.retrieve.service import SearchService  # noqa: E402
 from ctxr.types import chunk_id_for  # noqa: E402
 
@@ -156,7 +158,7 @@ def ctxr_build(data: Shared, index_dir: Path) -> float:
     avg = sum(len(t) for t in data.terms) / len(data.terms)
     manifest = Manifest(settings=components.index_settings(settings, embedder, analyzer))
     t0 = time.perf_counter()
-    store = EdgeStore.create(components.shard_path(index_dir), DIM, settings.hnsw_ef)
+    store = EdgeStore.create(store_factory.shard_path(index_dir), DIM, settings.hnsw_ef)
     try:
         for start in range(0, len(data.texts), 1000):
             points = []
@@ -243,7 +245,7 @@ def run_ctxr(data: Shared, queries: int, base_rss: float) -> dict[str, Any]:
         out["rss_after_build_mib"] = rss_mib()
         say(f"  ctxr build (BM25 weighting + EdgeStore.upsert + flush): {out['build_s']:.1f} s")
         plain, plain_hits = ctxr_measure(data, index_dir, queries, "exact")
-        store = EdgeStore.open(components.shard_path(index_dir))
+        store = EdgeStore.open(store_factory.shard_path(index_dir))
         try:
             t0 = time.perf_counter()
             store.optimize()
@@ -348,7 +350,7 @@ def run_peer(data: Shared, queries: int, base_rss: float) -> dict[str, Any]:
 
 
 def prepare(args: argparse.Namespace, path: Path) -> dict[str, float]:
-    from ctxr.index.analyzer import Bm25Analyzer
+    from ctxr.index.bm25.analyzer import Bm25Analyzer
 
     figures: dict[str, float] = {}
     t0 = time.perf_counter()

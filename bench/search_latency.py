@@ -44,12 +44,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ctxr.config import Settings, load_settings
 from ctxr.index import components
-from ctxr.index.analyzer import Bm25Analyzer
-from ctxr.index.bm25 import document_vector
-from ctxr.index.edge_store import EdgeStore
-from ctxr.index.embed import OnnxEmbedder
+from ctxr.index.bm25.analyzer import Bm25Analyzer
+from ctxr.index.bm25.weights import document_vector
+from ctxr.index.embed.onnx import OnnxEmbedder
 from ctxr.index.manifest import DocumentEntry, Manifest
-from ctxr.index.store import StoredPoint
+from ctxr.index.store import factory as store_factory
+from ctxr.index.store.base import StoredPoint
+from ctxr.index.store.edge import EdgeStore
 from ctxr.retrieve.service import SearchService
 from ctxr.types import chunk_id_for
 
@@ -217,7 +218,7 @@ def build_index(
 
     params = components.bm25_params(settings)
     manifest = Manifest(settings=components.index_settings(settings, embedder, analyzer))
-    store = EdgeStore.create(components.shard_path(index_dir), embedder.dim, settings.hnsw_ef)
+    store = EdgeStore.create(store_factory.shard_path(index_dir), embedder.dim, settings.hnsw_ef)
     now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     build_start = time.perf_counter()
     try:
@@ -437,7 +438,7 @@ def run(args: argparse.Namespace, index_dir: Path) -> int:
     recall: dict[str, float] = {}
     open_opt_s = 0.0
     if not args.skip_optimize:
-        store = EdgeStore.open(components.shard_path(index_dir), settings.hnsw_ef)
+        store = EdgeStore.open(store_factory.shard_path(index_dir), settings.hnsw_ef)
         try:
             t0 = time.perf_counter()
             changed = store.optimize()

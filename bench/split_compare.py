@@ -70,7 +70,7 @@ sys.path.insert(0, str(ROOT))
 from ctxr.enrich.split import split_document  # noqa: E402
 from ctxr.enrich.split.code import CODE_SPLIT_LANGUAGES  # noqa: E402
 from ctxr.enrich.split.code_languages import parser_for  # noqa: E402
-from ctxr.enrich.tokens import get_encoding  # noqa: E402  (seeds tiktoken's cache offline)
+from ctxr.tokens import get_encoding  # noqa: E402  (seeds tiktoken's cache offline)
 from ctxr.types import Document, text_hash  # noqa: E402
 
 BUDGET = 512

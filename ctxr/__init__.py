@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the heavy parts load on first use, so `import ctxr` stays cheap
-    from ctxr.enrich.estimate_report import Estimate
-    from ctxr.index.writer import IndexReport
+    from ctxr.pipeline.estimate_report import Estimate
+    from ctxr.pipeline.report import IndexReport
     from ctxr.retrieve.service import SearchService
     from ctxr.types import Hit
 
@@ -38,7 +38,7 @@ def index(
 ) -> IndexReport:
     """Index files and directories; returns the run's report. Settings as in `ctxr.config`."""
     from ctxr.config import load_settings
-    from ctxr.index.builder import build_index
+    from ctxr.pipeline.build import build_index
 
     return build_index(paths, load_settings(index_dir=index_dir, **settings), rebuild=rebuild)
 
@@ -66,7 +66,7 @@ def search(
     """One search against an index (opens and closes it; use `open_index` for many).
 
     `filters` restricts both retrievers to matching chunks, e.g. `{"source": "docs/",
-    "kind": ["markdown", "text"]}` (see `ctxr.retrieve.filters`); `merge` joins adjacent hits
+    "kind": ["markdown", "text"]}` (see `ctxr.index.filters`); `merge` joins adjacent hits
     of one document into one passage; `expand` returns each hit's parent section (an index
     built with `chunking="parent"`)."""
     with open_index(index_dir, **settings) as service:
@@ -87,7 +87,7 @@ def estimate(
     """What indexing `paths` with LLM contexts would cost, per model; calls no model and
     writes nothing. `.to_json()` gives the same report as `ctxr estimate --json`."""
     from ctxr.config import load_settings
-    from ctxr.enrich.estimate import estimate_paths
+    from ctxr.pipeline.estimate import estimate_paths
 
     return estimate_paths(
         paths,

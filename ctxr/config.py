@@ -102,7 +102,7 @@ class Settings(BaseSettings):
     optimize_min_points: int = Field(
         10_000, ge=0, description="build HNSW after a run once the index holds this many points"
     )
-    # Reranking (`ctxr.retrieve.rerank`): off unless a request or CTXR_RERANK names a reranker.
+    # Reranking (`ctxr.retrieve.rerank.base`): off unless a request or CTXR_RERANK names a reranker.
     rerank: Literal["llm", "http", "cross-encoder", "none"] | None = Field(
         None, description="reranker used when a request names none; none/unset = off"
     )

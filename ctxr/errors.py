@@ -56,3 +56,30 @@ class EmbedderError(CtxrError):
 
 class DatasetError(CtxrError):
     pass
+
+
+class ProviderError(CtxrError):
+    """A provider call failed. `retryable` says whether the same request may succeed later
+    (429, 529/overloaded, 5xx, timeouts, dropped connections); `retry_after` is the server's
+    requested wait in seconds, when it sent one."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        retryable: bool,
+        retry_after: float | None = None,
+        status: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+        self.retry_after = retry_after
+        self.status = status
+
+
+class RerankError(CtxrError):
+    """A reranker could not produce an order; `flag` is what the hits are marked with."""
+
+    def __init__(self, flag: str) -> None:
+        super().__init__(flag)
+        self.flag = flag

@@ -18,6 +18,9 @@ CHUNK_NAMESPACE = uuid.UUID("6f1c2a8e-3b7d-5e9f-a1c4-0d2e8b7f6a53")
 
 DocumentKind = Literal["markdown", "code", "text", "html", "pdf", "conversation"]
 ContextKind = Literal["llm", "outline", "none"]
+# How a PDF's pages are joined in its text: a form feed between line breaks, so page numbers
+# come from counting form feeds (ctxr.enrich.split.pages) and a page break is a paragraph seam.
+PAGE_BREAK = "\n\f\n"
 
 
 def text_hash(text: str) -> str:

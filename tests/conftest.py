@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from ctxr.config import Settings, load_settings
-from ctxr.index.builder import build_index
-from ctxr.index.writer import IndexReport
+from ctxr.pipeline.build import build_index
+from ctxr.pipeline.report import IndexReport
 
 # Fixtures of the loopback fake LLM server (fake_llm, fake_llm_factory, fake_llm_env).
 pytest_plugins = ["fakes.pytest_plugin"]

@@ -13,7 +13,7 @@ from fakes.hash_embedder import HashEmbedder
 
 from ctxr.cli import main
 from ctxr.config import load_settings
-from ctxr.index.builder import build_index
+from ctxr.pipeline.build import build_index
 
 HIT_FIELDS = {
     "rank", "chunk_id", "doc_id", "source", "start", "end", "heading_path", "text", "context",

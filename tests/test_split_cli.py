@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from ctxr.cli import main
-from ctxr.enrich.load import load_document
+from ctxr.enrich.load.documents import load_document
 from ctxr.enrich.split import split_document
 from tests.enrich.test_pdf import make_pdf, sentences
 

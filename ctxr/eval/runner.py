@@ -33,15 +33,17 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ctxr.config import Settings, load_settings
-from ctxr.enrich.tokens import count_tokens
 from ctxr.errors import ConfigError, IndexMismatchError
 from ctxr.eval import metrics
 from ctxr.eval.datasets import EvalDataset, load_anthropic_codebase, load_beir
 from ctxr.index import components
-from ctxr.index.builder import Chunker, index_documents
-from ctxr.index.embed import MODEL_NAME, Embedder
+from ctxr.index.embed.base import Embedder
+from ctxr.index.embed.onnx import MODEL_NAME
+from ctxr.pipeline.build import index_documents
+from ctxr.pipeline.chunking import Chunker
 from ctxr.progress import NullProgress, Progress
 from ctxr.retrieve.service import FUSIONS, SearchService
+from ctxr.tokens import count_tokens
 from ctxr.types import Chunk, Document, DocumentKind, Hit, chunk_id_for, text_hash
 
 DatasetKind = Literal["anthropic-codebase", "beir"]

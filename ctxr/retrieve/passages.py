@@ -19,20 +19,10 @@ both are asked for, hits are expanded first and the sections then merged.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from ctxr.types import Hit, RetrieverScore
-
-SPACE_AFTER_MAX = 256  # the longest whitespace run the writer stores after a chunk
-_SPACE = re.compile(r"\s*")
-
-
-def space_after(text: str, end: int) -> str:
-    """The whitespace run that starts at `end` in `text`, at most SPACE_AFTER_MAX characters."""
-    found = _SPACE.match(text, end, min(len(text), end + SPACE_AFTER_MAX))
-    return found.group() if found else ""
 
 
 def merge_adjacent(hits: Sequence[Hit], spaces: Mapping[str, str] | None = None) -> list[Hit]:

@@ -3,7 +3,7 @@
 Hybrid search runs the dense and the BM25 retriever for the top `candidates` each, and fuses
 the two rankings in Python (not inside Qdrant) so that every hit keeps both retrievers' scores
 and ranks: by distribution-based score fusion (default), reciprocal rank fusion or weighted
-rank fusion. Payload filters (`ctxr.retrieve.filters`) go into both retrievers' queries, so
+rank fusion. Payload filters (`ctxr.index.filters`) go into both retrievers' queries, so
 they narrow the candidates rather than the results; `merge=True` joins adjacent hits of one
 document into passages (`ctxr.retrieve.passages`) and `expand=True` replaces hits of a
 parent-child index by their parent sections (`ctxr.retrieve.expand`). The CLI, the Python API
@@ -21,13 +21,13 @@ from typing import Any, get_args
 from ctxr.config import FusionMethod, SearchMode, Settings, parse_weights
 from ctxr.errors import ConfigError
 from ctxr.index import components
-from ctxr.index.bm25 import query_vector
-from ctxr.index.embed import Embedder
+from ctxr.index.bm25.weights import query_vector
+from ctxr.index.embed.base import Embedder
+from ctxr.index.filters import PayloadFilter, parse_filters
 from ctxr.index.manifest import Manifest
-from ctxr.index.store import ScoredRecord
-from ctxr.retrieve import rerank as reranking
+from ctxr.index.store import factory as store_factory
+from ctxr.index.store.base import ScoredRecord
 from ctxr.retrieve.expand import expand_parents
-from ctxr.retrieve.filters import PayloadFilter, parse_filters
 from ctxr.retrieve.fusion import (
     Fused,
     distribution_based_score_fusion,
@@ -35,6 +35,8 @@ from ctxr.retrieve.fusion import (
     single_ranking,
 )
 from ctxr.retrieve.passages import merge_adjacent
+from ctxr.retrieve.rerank import base as reranking
+from ctxr.retrieve.rerank import registry as rerank_registry
 from ctxr.types import Hit
 
 MODES: tuple[str, ...] = get_args(SearchMode)
@@ -49,7 +51,7 @@ class SearchService:
         self._embedder = embedder
         self._analyzer = components.make_analyzer(settings)
         self._check_compatible()
-        self._store = components.open_store(settings, self.index_dir, self.manifest.settings.dim)
+        self._store = store_factory.open_store(settings, self.index_dir, self.manifest.settings.dim)
         self._rerankers: dict[str, reranking.Reranker] = {}
         self._rerankers_lock = threading.Lock()
 
@@ -122,7 +124,7 @@ class SearchService:
         """Search several queries; their embeddings are computed in one batch.
 
         `fusion` ("dbsf", "rrf" or "weighted") overrides the configured method for this call;
-        `filters` (see `ctxr.retrieve.filters`) restricts both retrievers to matching chunks;
+        `filters` (see `ctxr.index.filters`) restricts both retrievers to matching chunks;
         `merge` joins adjacent hits of one document into one passage (so fewer than k may come);
         `rerank` ("llm", "http", "cross-encoder", "none"; default CTXR_RERANK) reorders the top
         `rerank_candidates` fused hits and keeps k (fused order, flagged, if it fails).
@@ -156,12 +158,12 @@ class SearchService:
 
     def reranker(self, name: str | None) -> reranking.Reranker | None:
         """The reranker `name` asks for (None: the configured one), made once per service."""
-        chosen = reranking.resolve(name, self.settings)
+        chosen = rerank_registry.resolve(name, self.settings)
         if chosen is None:
             return None
         with self._rerankers_lock:
             if chosen not in self._rerankers:
-                self._rerankers[chosen] = reranking.make_reranker(chosen, self.settings)
+                self._rerankers[chosen] = rerank_registry.make_reranker(chosen, self.settings)
             return self._rerankers[chosen]
 
     def retrieve(

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from ctxr.enrich.load import load_document
+from ctxr.enrich.load.chat import TURN, looks_like_conversation, render_chat_json
+from ctxr.enrich.load.documents import load_document
 from ctxr.enrich.split import split_document
-from ctxr.enrich.split.conversation import TURN, looks_like_conversation, render_chat_json
 from ctxr.types import Document
 from tests.enrich.test_split import check_invariants, make_doc
 

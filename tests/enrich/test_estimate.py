@@ -15,16 +15,16 @@ from fakes.llm_server import FakeLLMServer
 
 from ctxr.cli import main
 from ctxr.config import Settings, load_settings
-from ctxr.enrich.estimate import estimate_paths
-from ctxr.enrich.estimate_report import ModelEstimate
-from ctxr.enrich.estimate_tokens import message_texts, openai_cached
-from ctxr.enrich.llm import SituateRequest, Usage
-from ctxr.enrich.pricing import load_prices
-from ctxr.enrich.prompt import document_part
-from ctxr.enrich.providers import make_llm
-from ctxr.enrich.tokens import count_tokens
+from ctxr.enrich.situate.prompt import document_part
 from ctxr.errors import ConfigError
-from ctxr.index.builder import build_index
+from ctxr.llm.base import SituateRequest, Usage
+from ctxr.llm.pricing import load_prices
+from ctxr.llm.registry import make_llm
+from ctxr.pipeline.build import build_index
+from ctxr.pipeline.estimate import estimate_paths
+from ctxr.pipeline.estimate_report import ModelEstimate
+from ctxr.pipeline.estimate_tokens import message_texts, openai_cached
+from ctxr.tokens import count_tokens
 
 TOPICS = ("glaciers", "volcanoes", "tides")
 # Every context the fake answers is this sentence, so output tokens are known exactly.

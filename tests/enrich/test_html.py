@@ -9,12 +9,12 @@ import pytest
 from fakes.hash_embedder import HashEmbedder
 
 from ctxr.config import load_settings
-from ctxr.enrich.html import extract_html
-from ctxr.enrich.load import load_document
+from ctxr.enrich.load.documents import load_document
+from ctxr.enrich.load.html import extract_html
 from ctxr.enrich.split import split_document
-from ctxr.enrich.tokens import count_tokens
 from ctxr.errors import LoadError
-from ctxr.index.builder import build_index
+from ctxr.pipeline.build import build_index
+from ctxr.tokens import count_tokens
 from ctxr.types import Chunk, Document, text_hash
 
 NOISE = ("SiteBanner", "NavLink", "secretScript", "secret-style", "SiteFooter", "NoScript",

@@ -6,8 +6,8 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ctxr.enrich.ledger import Ledger, cache_read_share, ledger_path
-from ctxr.enrich.llm import Usage
+from ctxr.enrich.situate.ledger import Ledger, cache_read_share, ledger_path
+from ctxr.llm.base import Usage
 
 
 def test_totals_and_per_document_accounts(tmp_path: Path) -> None:

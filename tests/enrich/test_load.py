@@ -8,10 +8,11 @@ import pytest
 from fakes.hash_embedder import HashEmbedder
 
 from ctxr.config import load_settings
-from ctxr.enrich.load import Skipped, kind_of, load_document, walk
+from ctxr.enrich.load.documents import kind_of, load_document
+from ctxr.enrich.load.walk import Skipped, walk
 from ctxr.errors import BinaryFileError, LoadError, UndecodableFileError
-from ctxr.index.builder import build_index
 from ctxr.index.manifest import Manifest
+from ctxr.pipeline.build import build_index
 from ctxr.types import text_hash
 
 PNG_BYTES = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ctxr.enrich.outline import OUTLINE_VERSION, outline_context, situate
+from ctxr.enrich.situate.outline import OUTLINE_VERSION, outline_context, situate
 from ctxr.types import Chunk, Document, chunk_id_for, text_hash
 
 

@@ -9,10 +9,11 @@ from pathlib import Path
 import pypdf
 import pytest
 
-from ctxr.enrich.load import load_document
-from ctxr.enrich.pdf import PAGE_BREAK, page_starts, pages_of
+from ctxr.enrich.load.documents import load_document
 from ctxr.enrich.split import split_document
+from ctxr.enrich.split.pages import page_starts, pages_of
 from ctxr.errors import LoadError
+from ctxr.types import PAGE_BREAK
 from tests.enrich.test_split import check_invariants
 
 

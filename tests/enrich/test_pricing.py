@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from ctxr.enrich.llm import Usage
-from ctxr.enrich.pricing import canonical_model, load_prices
 from ctxr.errors import ConfigError
+from ctxr.llm.base import Usage
+from ctxr.llm.pricing import canonical_model, load_prices
 
 REQUIRED = (
     "claude-haiku-4-5",

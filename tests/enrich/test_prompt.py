@@ -6,7 +6,7 @@ import hashlib
 
 import pytest
 
-from ctxr.enrich.prompt import (
+from ctxr.enrich.situate.prompt import (
     PROMPT_VERSION,
     SituatePrompt,
     chunk_part,

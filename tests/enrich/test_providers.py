@@ -22,18 +22,14 @@ from typing import Any
 
 import pytest
 
-from ctxr.enrich.llm import LLM, Completion, ProviderError, SituateRequest, Usage
-from ctxr.enrich.prompt import chunk_part, document_part
-from ctxr.enrich.providers import (
-    PLACEHOLDER_KEY,
-    detect_provider,
-    make_llm,
-    min_cacheable_tokens,
-    parse_retry_after,
-)
-from ctxr.enrich.providers.anthropic import AnthropicLLM
-from ctxr.enrich.providers.openai import OpenAILLM
-from ctxr.errors import ConfigError
+from ctxr.enrich.situate.prompt import chunk_part, document_part
+from ctxr.errors import ConfigError, ProviderError
+from ctxr.llm.anthropic import AnthropicLLM
+from ctxr.llm.base import LLM, Completion, SituateRequest, Usage
+from ctxr.llm.clients import PLACEHOLDER_KEY
+from ctxr.llm.error_map import parse_retry_after
+from ctxr.llm.openai import OpenAILLM
+from ctxr.llm.registry import detect_provider, make_llm, min_cacheable_tokens
 
 SECRET = "sk-test-secret-value-123456"
 REQUEST = SituateRequest("The whole document.", "A chunk.", ("Guide", "Install"), cache=True)

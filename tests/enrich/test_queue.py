@@ -9,12 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from ctxr.enrich.ledger import Ledger
-from ctxr.enrich.llm import ProviderError, Usage
-from ctxr.enrich.outline import outline_context
-from ctxr.enrich.queue import Backoff, SituateResult, situate_documents
-from ctxr.enrich.ratelimit import RateLimiter, RateLimits
-from ctxr.enrich.response_cache import ResponseCache
+from ctxr.enrich.situate.ledger import Ledger
+from ctxr.enrich.situate.outline import outline_context
+from ctxr.enrich.situate.queue import Backoff, SituateResult, situate_documents
+from ctxr.enrich.situate.response_cache import ResponseCache
+from ctxr.errors import ProviderError
+from ctxr.llm.base import Usage
+from ctxr.llm.ratelimit import RateLimiter, RateLimits
 from ctxr.types import Chunk, Document, chunk_id_for, text_hash
 from tests.fakes.scripted_llm import ScriptedLLM, words
 
@@ -96,7 +97,7 @@ def test_naive_concurrent_sends_write_the_cache_many_times() -> None:
     """The fake is faithful: requests sent together before any returns all write."""
     document, chunks = make_document("naive", 8)
     llm = ScriptedLLM(min_cacheable_tokens=100)
-    from ctxr.enrich.llm import SituateRequest
+    from ctxr.llm.base import SituateRequest
 
     async def naive() -> None:
         await asyncio.gather(*(llm.situate(SituateRequest(document.text, c.text)) for c in chunks))

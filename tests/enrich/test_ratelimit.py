@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from ctxr.enrich.llm import Usage
-from ctxr.enrich.ratelimit import PrioritySlots, RateLimiter, RateLimits, reset_seconds
+from ctxr.llm.base import Usage
+from ctxr.llm.ratelimit import PrioritySlots, RateLimiter, RateLimits, reset_seconds
 
 WALL = 1_800_000_000.0
 

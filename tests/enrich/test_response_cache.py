@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ctxr.enrich.response_cache import ResponseCache, cache_key
+from ctxr.enrich.situate.response_cache import ResponseCache, cache_key
 
 BASE = {
     "provider": "anthropic",

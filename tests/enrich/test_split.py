@@ -10,8 +10,8 @@ import pytest
 
 from ctxr.enrich.split import split_document
 from ctxr.enrich.split.recursive import sentences
-from ctxr.enrich.tokens import count_tokens
 from ctxr.errors import ConfigError
+from ctxr.tokens import count_tokens
 from ctxr.types import Chunk, Document, DocumentKind, chunk_id_for, text_hash
 
 

@@ -8,14 +8,15 @@ import pytest
 from conftest import BuiltIndex
 
 from ctxr.config import load_settings
-from ctxr.enrich.contexts import ContextPlan, resolve_context
+from ctxr.enrich.situate.contexts import ContextPlan, resolve_context
 from ctxr.enrich.split import split_document
 from ctxr.enrich.split.cap import cap_chunks, embedded_size
 from ctxr.enrich.split.parent import split_parent_child
-from ctxr.enrich.tokens import count_tokens
 from ctxr.errors import ConfigError
-from ctxr.index.builder import default_chunker, document_recipe
-from ctxr.index.embed import OnnxEmbedder
+from ctxr.index.embed.onnx import OnnxEmbedder
+from ctxr.pipeline.chunking import default_chunker
+from ctxr.pipeline.recipe import document_recipe
+from ctxr.tokens import count_tokens
 from ctxr.types import Chunk, Document, DocumentKind, chunk_id_for, text_hash
 
 LIMIT = 256 - 48  # the local MiniLM's input less the default context reserve

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from ctxr.enrich.load import load_document
+from ctxr.enrich.load.documents import load_document
 from ctxr.enrich.split import split_document
-from ctxr.enrich.tokens import count_tokens
+from ctxr.tokens import count_tokens
 from ctxr.types import Chunk, Document
 
 GOLDEN = Path(__file__).resolve().parent.parent / "data" / "golden"

@@ -12,12 +12,13 @@ import pytest
 from fakes.hash_embedder import HashEmbedder
 
 from ctxr.config import load_settings
-from ctxr.enrich.contexts import resolve_context
+from ctxr.enrich.situate.contexts import resolve_context
 from ctxr.enrich.split import split_document
 from ctxr.enrich.split.parent import split_parent_child
 from ctxr.enrich.split.semantic import breakpoints, split_semantic
 from ctxr.errors import ConfigError
-from ctxr.index.builder import default_chunker, document_recipe
+from ctxr.pipeline.chunking import default_chunker
+from ctxr.pipeline.recipe import document_recipe
 from ctxr.types import DocumentKind
 from tests.enrich.test_split import check_invariants, make_doc
 

@@ -27,7 +27,7 @@ from hypothesis import HealthCheck, assume, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from ctxr.enrich.split import split_document  # noqa: E402
-from ctxr.enrich.tokens import count_tokens  # noqa: E402
+from ctxr.tokens import count_tokens  # noqa: E402
 from ctxr.types import Chunk, Document, DocumentKind, chunk_id_for, text_hash  # noqa: E402
 
 # CTXR_PROPERTY_EXAMPLES raises the count for a longer local hunt; the default keeps CI fast.

@@ -22,7 +22,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 from ctxr.enrich.split.sizing import Sizer, char_byte_offsets  # noqa: E402
 from ctxr.enrich.split.token_index import INDEX_MIN_CHARS, TokenIndex  # noqa: E402
-from ctxr.enrich.tokens import SEEDABLE, get_encoding  # noqa: E402
+from ctxr.tokens import SEEDABLE, get_encoding  # noqa: E402
 
 ATOMS = [
     "word", "Word", "x", "ünïcödé", "日本語", "😀", "42", "3.14", "1234567", "don't", "I'm",

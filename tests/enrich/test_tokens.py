@@ -7,7 +7,7 @@ from pathlib import Path
 SCRIPT = """
 import logging, sys
 logging.basicConfig(level=logging.INFO, stream=sys.stderr)
-from ctxr.enrich.tokens import count_tokens, get_encoding
+from ctxr.tokens import count_tokens, get_encoding
 print(count_tokens("Contextual retrieval, offline."))
 print(get_encoding("o200k_base").name)
 """

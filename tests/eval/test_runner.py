@@ -10,10 +10,10 @@ import pytest
 from click.testing import CliRunner
 from rich.console import Console
 
+from ctxr.cli.eval import eval_command
 from ctxr.config import Settings, load_settings
 from ctxr.errors import ConfigError
 from ctxr.eval import metrics
-from ctxr.eval.command import eval_command
 from ctxr.eval.datasets import load_anthropic_codebase
 from ctxr.eval.report import plot_recall, print_report, to_json, to_markdown
 from ctxr.eval.runner import (

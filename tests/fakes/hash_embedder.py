@@ -2,7 +2,7 @@
 
 Each word is hashed into one of `dim` buckets with a sign (the hashing trick), counts are summed
 and the vector is L2-normalised, so texts that share words are close and identical texts give
-identical vectors. It satisfies `ctxr.index.embed.Embedder` structurally, without inheriting.
+identical vectors. It satisfies `ctxr.index.embed.base.Embedder` structurally, without inheriting.
 """
 
 from __future__ import annotations

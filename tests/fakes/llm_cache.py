@@ -16,7 +16,7 @@ from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from ctxr.enrich.tokens import get_encoding
+from ctxr.tokens import get_encoding
 from fakes.llm_wire import (
     OPENAI_CACHE_INCREMENT,
     OPENAI_MIN_CACHEABLE,

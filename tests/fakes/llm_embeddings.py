@@ -15,7 +15,7 @@ import struct
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ctxr.enrich.tokens import get_encoding
+from ctxr.tokens import get_encoding
 from fakes.llm_faults import Tokens, latency_for
 from fakes.llm_wire import BadRequest, count_text_tokens, encoding_for_model
 

@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ctxr.enrich.tokens import count_tokens, get_encoding
+from ctxr.tokens import count_tokens, get_encoding
 
 Provider = Literal["anthropic", "openai"]
 

@@ -1,6 +1,6 @@
 """`ScriptedLLM`: a protocol-level fake LLM (no HTTP) for testing the situating queue.
 
-It implements `ctxr.enrich.llm.LLM` structurally and emulates what matters to the queue:
+It implements `ctxr.llm.base.LLM` structurally and emulates what matters to the queue:
 
 - a provider's prompt cache: a document prefix (``request.document``) of at least
   ``min_cacheable_tokens`` tokens, sent with ``cache=True``, is WRITTEN by a request that finds
@@ -23,7 +23,8 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from ctxr.enrich.llm import Completion, ProviderError, SituateRequest, Usage
+from ctxr.errors import ProviderError
+from ctxr.llm.base import Completion, SituateRequest, Usage
 
 Outcome = str | ProviderError  # a response text, or an error to raise
 

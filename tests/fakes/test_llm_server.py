@@ -14,7 +14,7 @@ import anthropic
 import openai
 import pytest
 
-from ctxr.enrich.tokens import get_encoding
+from ctxr.tokens import get_encoding
 from fakes.llm_cache import AnthropicPromptCache
 from fakes.llm_server import FakeLLMServer
 from fakes.llm_wire import (

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from ctxr.index.analyzer import ENGLISH_STOP_WORDS, Bm25Analyzer
+from ctxr.index.bm25.analyzer import ENGLISH_STOP_WORDS, Bm25Analyzer
 
 
 @pytest.fixture(scope="module")

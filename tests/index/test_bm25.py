@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import qdrant_edge as qe
 
-from ctxr.index.analyzer import Bm25Analyzer
-from ctxr.index.bm25 import (
+from ctxr.index.bm25.analyzer import Bm25Analyzer
+from ctxr.index.bm25.weights import (
     Bm25Params,
     SparseTerms,
     document_vector,
@@ -65,7 +65,7 @@ def lucene_idf(n_docs: int, doc_freq: int) -> float:
 
 
 def textbook_scores(docs: list[list[str]], query: list[str], avg_len: float) -> dict[int, float]:
-    """Okapi BM25 written out from the formula, independent of ctxr.index.bm25."""
+    """Okapi BM25 written out from the formula, independent of ctxr.index.bm25.weights."""
     n_docs = len(docs)
     df = Counter(t for d in docs for t in set(d))
     k1, b = PARAMS.k1, PARAMS.b

@@ -7,7 +7,7 @@ from pathlib import Path
 from fakes.hash_embedder import HashEmbedder
 
 from ctxr.config import load_settings
-from ctxr.index.builder import build_index
+from ctxr.pipeline.build import build_index
 from ctxr.retrieve.service import SearchService
 
 CODE = '''class HTTPServer:

@@ -11,10 +11,10 @@ from conftest import ROOT, BuiltIndex
 from fakes.hash_embedder import HashEmbedder
 
 from ctxr.config import Settings, load_settings
-from ctxr.index.builder import build_index, index_documents
-from ctxr.index.components import shard_path
-from ctxr.index.edge_store import EdgeStore
 from ctxr.index.manifest import Manifest
+from ctxr.index.store.edge import EdgeStore
+from ctxr.index.store.factory import shard_path
+from ctxr.pipeline.build import build_index, index_documents
 from ctxr.retrieve.service import SearchService
 from ctxr.types import Chunk, Document, chunk_id_for, text_hash
 
@@ -274,7 +274,7 @@ class _Crashing(HashEmbedder):
 def test_an_interrupted_run_is_completed_by_the_next(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ctxr.index import writer
+    from ctxr.pipeline import write as writer
 
     monkeypatch.setattr(writer, "WRITE_BATCH_CHUNKS", 2)  # many small batches
     corpus = tmp_path / "corpus"

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from ctxr.errors import IndexError_
-from ctxr.index.bm25 import document_vector, query_vector
-from ctxr.index.edge_store import EdgeStore
-from ctxr.index.store import Store, StoredPoint
+from ctxr.index.bm25.weights import document_vector, query_vector
+from ctxr.index.store.base import Store, StoredPoint
+from ctxr.index.store.edge import EdgeStore
 from ctxr.types import chunk_id_for
 
 DIM = 4

@@ -17,8 +17,9 @@ import numpy as np
 import pytest
 
 from ctxr.errors import ConfigError, EmbedderError
-from ctxr.index import embed as embed_module
-from ctxr.index.embed import DIM, Embedder, OnnxEmbedder, model_path, tokenizer_path
+from ctxr.index.embed import onnx as embed_module
+from ctxr.index.embed.base import Embedder
+from ctxr.index.embed.onnx import DIM, OnnxEmbedder, model_path, tokenizer_path
 
 REFERENCE = Path(__file__).parent.parent / "data" / "minilm_reference.json"
 
@@ -153,7 +154,7 @@ def test_construction_and_import_are_lazy() -> None:
     # `ctxr search --mode bm25` builds an embedder it never uses: that must not load onnxruntime.
     code = (
         "import sys\n"
-        "from ctxr.index.embed import OnnxEmbedder\n"
+        "from ctxr.index.embed.onnx import OnnxEmbedder\n"
         "e = OnnxEmbedder()\n"
         "assert e.dim == 384 and e.name\n"
         "assert 'onnxruntime' not in sys.modules, 'onnxruntime imported eagerly'\n"

@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 from fakes.hash_embedder import HashEmbedder
 
-from ctxr.index.embed import Embedder
-from ctxr.index.embed_cache import CachedEmbedder
+from ctxr.index.embed.base import Embedder
+from ctxr.index.embed.cache import CachedEmbedder
 
 
 def test_hash_embedder_is_an_embedder() -> None:

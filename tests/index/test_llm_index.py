@@ -14,9 +14,9 @@ from fakes.llm_server import FakeLLMServer
 
 from ctxr.cli import main
 from ctxr.config import load_settings
-from ctxr.index.builder import build_index
 from ctxr.index.manifest import Manifest
-from ctxr.index.writer import IndexReport
+from ctxr.pipeline.build import build_index
+from ctxr.pipeline.report import IndexReport
 
 # Sonnet caches prefixes from 1,024 tokens on; each long document is about 1,500. Its price
 # comes from a user prices file, which also exercises CTXR_PRICES_FILE.

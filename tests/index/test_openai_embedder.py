@@ -12,14 +12,14 @@ from fakes.llm_embeddings import fake_embedding
 from fakes.llm_server import FakeLLMServer
 
 from ctxr.config import load_settings
-from ctxr.enrich.tokens import count_tokens
 from ctxr.errors import ConfigError, EmbedderError, IndexMismatchError
-from ctxr.index.builder import build_index
 from ctxr.index.components import make_embedder
-from ctxr.index.embed import Embedder
-from ctxr.index.embed_cache import CachedEmbedder
-from ctxr.index.openai_embedder import OpenAIEmbedder
+from ctxr.index.embed.base import Embedder
+from ctxr.index.embed.cache import CachedEmbedder
+from ctxr.index.embed.openai import OpenAIEmbedder
+from ctxr.pipeline.build import build_index
 from ctxr.retrieve.service import SearchService
+from ctxr.tokens import count_tokens
 
 MODEL = "test-embed"  # the fake's small test model: 64 dimensions
 Factory = Callable[..., FakeLLMServer]

@@ -23,12 +23,12 @@ from qdrant_client import QdrantClient
 
 from ctxr.config import load_settings
 from ctxr.errors import ConfigError, IndexError_, IndexMismatchError, IndexNotFoundError
-from ctxr.index import components
-from ctxr.index.bm25 import document_vector, query_vector
-from ctxr.index.builder import build_index
-from ctxr.index.edge_store import EdgeStore
-from ctxr.index.server_store import QdrantServerStore
-from ctxr.index.store import SCROLL_PAGE, ScoredRecord, Store, StoredPoint
+from ctxr.index.bm25.weights import document_vector, query_vector
+from ctxr.index.store import factory as store_factory
+from ctxr.index.store.base import SCROLL_PAGE, ScoredRecord, Store, StoredPoint
+from ctxr.index.store.edge import EdgeStore
+from ctxr.index.store.server import QdrantServerStore
+from ctxr.pipeline.build import build_index
 from ctxr.retrieve.service import SearchService
 from ctxr.types import chunk_id_for
 
@@ -339,7 +339,7 @@ def test_server_errors_name_the_url_and_the_fix_never_the_key(
     for url, fix in ((down, "docker run"), (unauthorized_url, "CTXR_QDRANT_API_KEY")):
         settings = load_settings(index_dir=tmp_path, qdrant_url=url, qdrant_api_key="sekrit-key")
         with pytest.raises(IndexError_) as caught:
-            components.open_store(settings, tmp_path, DIM)
+            store_factory.open_store(settings, tmp_path, DIM)
         message = str(caught.value)
         assert url in message and fix in message and "sekrit" not in message
         assert "sekrit" not in repr(settings) and "sekrit" not in str(settings)
@@ -348,7 +348,7 @@ def test_server_errors_name_the_url_and_the_fix_never_the_key(
 def test_settings_choose_the_backend(tmp_path: Path) -> None:
     assert load_settings(index_dir=tmp_path).qdrant_url is None
     with pytest.raises(ConfigError, match="http"):
-        components.open_store(load_settings(qdrant_url="localhost:6333"), tmp_path)
+        store_factory.open_store(load_settings(qdrant_url="localhost:6333"), tmp_path)
 
 
 def test_server_rebuild_drops_and_recreates_the_collection(tmp_path: Path) -> None:

@@ -24,9 +24,9 @@ from conftest import ROOT, BuiltIndex
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
+from ctxr.api.app import create_app
 from ctxr.cli import main
 from ctxr.config import Settings, load_settings
-from ctxr.retrieve.api import create_app
 from ctxr.retrieve.service import SearchService
 
 TOKEN = "s3cret-token-for-tests"

@@ -11,9 +11,9 @@ import pytest
 from fakes.hash_embedder import HashEmbedder
 
 from ctxr.config import Settings, load_settings
-from ctxr.index.builder import build_index
+from ctxr.index.payload import space_after
+from ctxr.pipeline.build import build_index
 from ctxr.retrieve.expand import EXPAND_FAILED, expand_parents, rebuild
-from ctxr.retrieve.passages import space_after
 from ctxr.retrieve.service import SearchService
 from ctxr.types import Hit, RetrieverScore
 

@@ -13,15 +13,12 @@ from conftest import BuiltIndex
 from fastapi.testclient import TestClient
 from qdrant_client import QdrantClient
 
+from ctxr.api.app import create_app
 from ctxr.cli import main
 from ctxr.config import load_settings
 from ctxr.errors import ConfigError
-from ctxr.index.bm25 import document_vector, query_vector
-from ctxr.index.edge_store import EdgeStore
-from ctxr.index.server_store import QdrantServerStore
-from ctxr.index.store import Store, StoredPoint
-from ctxr.retrieve.api import create_app
-from ctxr.retrieve.filters import (
+from ctxr.index.bm25.weights import document_vector, query_vector
+from ctxr.index.filters import (
     AllOf,
     AnyOf,
     Condition,
@@ -29,8 +26,11 @@ from ctxr.retrieve.filters import (
     Range,
     filters_from_cli,
     parse_filters,
-    source_fields,
 )
+from ctxr.index.payload import source_fields
+from ctxr.index.store.base import Store, StoredPoint
+from ctxr.index.store.edge import EdgeStore
+from ctxr.index.store.server import QdrantServerStore
 from ctxr.retrieve.service import SearchService
 from ctxr.types import chunk_id_for
 

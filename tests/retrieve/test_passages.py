@@ -10,8 +10,9 @@ from conftest import ROOT, BuiltIndex
 
 from ctxr.config import load_settings, parse_weights
 from ctxr.errors import ConfigError
+from ctxr.index.payload import space_after
 from ctxr.retrieve.fusion import reciprocal_rank_fusion
-from ctxr.retrieve.passages import merge_adjacent, space_after
+from ctxr.retrieve.passages import merge_adjacent
 from ctxr.retrieve.service import SearchService
 from ctxr.types import Hit, RetrieverScore
 

@@ -18,14 +18,15 @@ from fakes.llm_rerank import relevance
 from fakes.llm_server import FakeLLMServer
 from fastapi.testclient import TestClient
 
+from ctxr.api.app import create_app
 from ctxr.cli import main
 from ctxr.config import Settings, load_settings
 from ctxr.errors import ConfigError
-from ctxr.index.embed import model_path, tokenizer_path
-from ctxr.retrieve.api import create_app
-from ctxr.retrieve.rerank import passage, resolve
-from ctxr.retrieve.rerank_cross import CrossEncoderReranker
-from ctxr.retrieve.rerank_llm import UNPARSEABLE, parse_scores, rerank_prompt
+from ctxr.index.embed.onnx import model_path, tokenizer_path
+from ctxr.retrieve.rerank.base import passage
+from ctxr.retrieve.rerank.cross_encoder import CrossEncoderReranker
+from ctxr.retrieve.rerank.llm import UNPARSEABLE, parse_scores, rerank_prompt
+from ctxr.retrieve.rerank.registry import resolve
 from ctxr.retrieve.service import SearchService
 from ctxr.types import Hit
 
@@ -130,7 +131,7 @@ def test_unparseable_answer_returns_the_fused_order_flagged(
     ],
 )
 def test_parse_scores_is_strict(answer: str) -> None:
-    from ctxr.retrieve.rerank import RerankError
+    from ctxr.errors import RerankError
 
     with pytest.raises(RerankError, match="unparseable"):
         parse_scores(answer, 3)
@@ -288,6 +289,6 @@ def test_api_search_with_rerank(examples_index: BuiltIndex, rerank_server: FakeL
     ],
 )
 def test_rerank_endpoint_from_the_configured_url(url: str, expected: str) -> None:
-    from ctxr.retrieve.rerank_http import endpoint
+    from ctxr.retrieve.rerank.http import endpoint
 
     assert endpoint(url) == expected

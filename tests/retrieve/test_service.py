@@ -14,7 +14,7 @@ from fakes.hash_embedder import HashEmbedder
 import ctxr
 from ctxr.config import load_settings
 from ctxr.errors import ConfigError, IndexMismatchError, IndexNotFoundError
-from ctxr.index.builder import build_index
+from ctxr.pipeline.build import build_index
 from ctxr.retrieve.service import SearchService
 from ctxr.types import Hit
 

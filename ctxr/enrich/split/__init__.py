@@ -4,7 +4,7 @@
 
 * ``markdown``: sections by heading, merged while small, split by blocks and lines when large
   (see ``ctxr.enrich.split.markdown``); no overlap by default, since sections are natural units.
-* ``html``: the Markdown splitting of the page's extracted text (see ``ctxr.enrich.html``).
+* ``html``: the Markdown splitting of the page's extracted text (see ``ctxr.enrich.load.html``).
 * ``text``: recursive prose splitting by paragraphs, lines, sentences and words, with an
   overlap of 10% of ``max_tokens`` by default (see ``ctxr.enrich.split.recursive``).
 * ``code``: syntax-tree boundaries (functions, classes, methods) with tree-sitter for the
@@ -13,7 +13,7 @@
   top-level definitions, blank lines, lines); no overlap by default, since repeated code
   confuses more than it helps.
 * ``pdf``: the prose splitting of the pages' text (10% overlap); each chunk's ``pages`` lists
-  the pages it touches (see ``ctxr.enrich.pdf``).
+  the pages it touches (see ``ctxr.enrich.load.pdf``).
 * ``conversation``: whole turns packed per chunk, an over-long turn split as prose (see
   ``ctxr.enrich.split.conversation``); no overlap by default.
 
@@ -28,14 +28,14 @@ splits further what an embedder would truncate (the index builder applies it).
 
 from __future__ import annotations
 
-from ctxr.enrich.pdf import with_pages
 from ctxr.enrich.split.code import split_code
 from ctxr.enrich.split.conversation import split_conversation
 from ctxr.enrich.split.markdown import split_markdown
+from ctxr.enrich.split.pages import with_pages
 from ctxr.enrich.split.recursive import CODE_LEVELS, PROSE_LEVELS, add_overlap, split_span
 from ctxr.enrich.split.sizing import MIN_MAX_TOKENS, Piece, Sizer, trim
-from ctxr.enrich.tokens import DEFAULT_ENCODING
 from ctxr.errors import ConfigError
+from ctxr.tokens import DEFAULT_ENCODING
 from ctxr.types import Chunk, Document, DocumentKind, chunk_id_for
 
 __all__ = ["default_overlap", "split_document"]

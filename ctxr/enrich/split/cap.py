@@ -16,10 +16,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from ctxr.enrich.pdf import with_pages
+from ctxr.enrich.split.pages import with_pages
 from ctxr.enrich.split.recursive import CODE_LEVELS, PROSE_LEVELS, split_span
 from ctxr.enrich.split.sizing import MIN_MAX_TOKENS, Sized, Sizer
-from ctxr.enrich.tokens import DEFAULT_ENCODING
+from ctxr.tokens import DEFAULT_ENCODING
 from ctxr.types import Chunk, Document, chunk_id_for
 
 __all__ = ["CapResult", "cap_chunks", "embedded_size"]

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from ctxr.enrich.split import split_document
 from ctxr.enrich.split.sizing import Sized, Sizer, trim, window_split
-from ctxr.enrich.tokens import DEFAULT_ENCODING
 from ctxr.errors import ConfigError
+from ctxr.tokens import DEFAULT_ENCODING
 from ctxr.types import Chunk, Document, chunk_id_for
 
 __all__ = ["split_parent_child"]

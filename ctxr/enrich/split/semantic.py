@@ -26,8 +26,8 @@ import numpy.typing as npt
 from ctxr.enrich.split import split_document
 from ctxr.enrich.split.recursive import paragraphs, sentences
 from ctxr.enrich.split.sizing import Sizer, Span, trim
-from ctxr.enrich.tokens import DEFAULT_ENCODING
 from ctxr.errors import ConfigError
+from ctxr.tokens import DEFAULT_ENCODING
 from ctxr.types import Chunk, Document, chunk_id_for
 
 __all__ = ["EmbedFn", "breakpoints", "split_semantic"]

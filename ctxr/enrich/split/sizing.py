@@ -29,7 +29,7 @@ from ctxr.enrich.split.token_index import (
     TRUSTED_ENCODINGS,
     TokenIndex,
 )
-from ctxr.enrich.tokens import get_encoding
+from ctxr.tokens import get_encoding
 
 # Any single code point is at most 4 UTF-8 bytes and every byte is a token of its own in the
 # BPE vocabularies tiktoken ships, so a budget of 4 can always make progress one character at

@@ -1,0 +1,1 @@
+"""The HTTP API: the FastAPI app (`app`), its guard (token, limits, access log) and models."""

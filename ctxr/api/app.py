@@ -1,0 +1,273 @@
+"""The HTTP API: `SearchService` served by FastAPI (the `server` extra), run by `ctxr serve`.
+
+One `SearchService` per app, opened once in the lifespan and shared by every request. A search
+runs in Starlette's thread pool, so the event loop keeps serving while ONNX and Qdrant work.
+No lock is taken around the service: the embedder guards its own loading, onnxruntime's `run`
+and a configured tokenizer may be shared between threads, and the qdrant-edge shard answers
+concurrent reads from 16 threads with the same rankings as one thread (measured; see
+docs/BENCHMARKS.md). An index that is missing or does not match the settings does not stop the
+app: it starts, `/health` answers 503 with the reason, and so do the endpoints that need the
+index.
+
+A request may name a reranker (`rerank`); one that fails or times out returns the fused order
+with every hit flagged, never an error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import asdict
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
+from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from fastapi.security import HTTPBearer
+from starlette.concurrency import run_in_threadpool
+
+from ctxr.api.guard import ACCESS_KEY, Guard
+from ctxr.api.models import (
+    DocumentResponse,
+    ErrorResponse,
+    HealthResponse,
+    SearchRequestBase,
+    SearchResponse,
+    StatsResponse,
+    search_request_model,
+)
+from ctxr.config import Settings
+from ctxr.errors import ConfigError, CtxrError
+from ctxr.retrieve.service import SearchService
+
+log = logging.getLogger("ctxr.api")
+_UNAVAILABLE: dict[int | str, dict[str, Any]] = {
+    503: {"model": ErrorResponse, "description": "the index cannot be used"}
+}
+
+
+class ServiceHolder:
+    """The app's one search service, or why there is none."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.service: SearchService | None = None
+        self.error: str | None = None
+
+    def open(self) -> None:
+        try:
+            service = SearchService(self.settings)
+        except CtxrError as exc:
+            self.error = str(exc)
+        except Exception as exc:  # a broken shard may raise anything; report it, do not crash
+            log.exception("cannot open the index")
+            self.error = f"cannot open the index at {self.settings.index_dir}: {exc!r}"
+        else:
+            self.service = service
+            self._warm_up()
+
+    def _warm_up(self) -> None:
+        # Load the embedding model now rather than in the first user's request; a model that
+        # cannot be loaded makes the service unavailable, with the reason, like a bad index.
+        assert self.service is not None
+        try:
+            self.service.search("warm up", k=1, mode="dense")
+        except CtxrError as exc:
+            self.error = str(exc)
+            self.close()
+
+    def get(self) -> SearchService:
+        if self.service is None:
+            raise HTTPException(503, detail=self.error or "the index is not open")
+        return self.service
+
+    def close(self) -> None:
+        if self.service is not None:
+            self.service.close()
+            self.service = None
+
+
+def _service(request: Request) -> SearchService:
+    holder: ServiceHolder = request.app.state.holder
+    return holder.get()
+
+
+Service = Annotated[SearchService, Depends(_service)]
+
+
+def create_app(settings: Settings) -> FastAPI:
+    """The ASGI app over the index `settings` names; the index opens when the app starts."""
+    holder = ServiceHolder(settings)
+    token = settings.api_token.get_secret_value() if settings.api_token else None
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        await run_in_threadpool(holder.open)
+        if holder.error:
+            log.warning(f"serving without an index: {holder.error}")
+        try:
+            yield
+        finally:
+            await run_in_threadpool(holder.close)
+
+    # Only documents the scheme for /docs; Guard does the checking, for every path.
+    security = [Depends(HTTPBearer(auto_error=False))] if token else []
+    app = FastAPI(
+        title="ctxr",
+        summary="Hybrid (dense + BM25) search over a contextual-retrieval index",
+        version=_version(),
+        lifespan=lifespan,
+        dependencies=security,
+    )
+    app.state.holder = holder
+    app.add_middleware(
+        Guard,
+        token=token,
+        max_body_bytes=settings.api_max_body_bytes,
+        log_requests=settings.api_access_log,
+    )
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+        return JSONResponse({"detail": [_explain(e) for e in exc.errors()]}, status_code=422)
+
+    @app.exception_handler(CtxrError)
+    async def ctxr_error(request: Request, exc: CtxrError) -> JSONResponse:
+        status = 422 if isinstance(exc, ConfigError) else 503
+        return JSONResponse({"detail": str(exc)}, status_code=status)
+
+    async def search(request: Request, body: SearchRequestBase, svc: Service) -> SearchResponse:
+        """Hybrid, dense or BM25 search for one query (`hits`) or a batch (`results`)."""
+        texts = body.texts
+        fusion = body.fusion or settings.fusion
+        access = request.scope.setdefault(ACCESS_KEY, {})
+        access.update(queries=len(texts), k=body.k, mode=body.mode, fusion=fusion)
+        if settings.api_log_queries:
+            access["query_text"] = texts
+        started = time.perf_counter()
+        results = await run_in_threadpool(
+            lambda: svc.search_many(
+                texts, body.k, body.mode, body.candidates, fusion,
+                filters=body.filters, merge=body.merge, rerank=body.rerank, expand=body.expand,
+            )
+        )  # fmt: skip
+        hits = [[h.to_json() for h in result] for result in results]
+        return SearchResponse.model_validate(
+            {
+                "mode": body.mode,
+                "fusion": fusion,
+                "k": body.k,
+                "took_ms": round((time.perf_counter() - started) * 1000, 2),
+                **({"hits": hits[0]} if body.query is not None else {"results": hits}),
+            }
+        )
+
+    # The request model carries this server's limits, so it is made here; FastAPI reads the
+    # body's type from the annotation.
+    search.__annotations__["body"] = search_request_model(settings)
+    app.post(
+        "/search",
+        response_model_exclude_none=True,
+        responses={
+            **_UNAVAILABLE,
+            401: {"model": ErrorResponse, "description": "missing or wrong bearer token"},
+            413: {"model": ErrorResponse, "description": "body over CTXR_API_MAX_BODY_BYTES"},
+        },
+    )(search)
+
+    @app.get("/health", responses={503: {"model": HealthResponse}})
+    async def health() -> JSONResponse:
+        """200 when the index is open and answers; 503 with the reason otherwise (no token)."""
+        reason = holder.error or "the index is not open"
+        if holder.service is not None:
+            try:
+                await run_in_threadpool(holder.service.stats)  # touches the store
+                return JSONResponse({"status": "ok"})
+            except CtxrError as exc:
+                reason = str(exc)
+        return JSONResponse({"status": "unavailable", "reason": reason}, status_code=503)
+
+    @app.get("/stats", responses=_UNAVAILABLE)
+    async def stats(svc: Service) -> StatsResponse:
+        """Points, documents, the settings the index was built with, and its age."""
+        base = await run_in_threadpool(svc.stats)
+        updated = datetime.fromisoformat(svc.manifest.updated_at)
+        return StatsResponse(
+            index_dir=base["index_dir"],
+            backend="qdrant-server" if settings.qdrant_url else "edge",
+            points=base["points"],
+            documents=base["documents"],
+            settings=asdict(svc.manifest.settings),
+            search={
+                "fusion": settings.fusion,
+                "rrf_k": settings.rrf_k,
+                "candidates": settings.candidates,
+                "max_query_chars": settings.api_max_query_chars,
+                "max_k": settings.api_max_k,
+                "max_batch": settings.api_max_batch,
+                "max_candidates": settings.api_max_candidates,
+                "max_body_bytes": settings.api_max_body_bytes,
+            },
+            created_at=svc.manifest.created_at,
+            updated_at=svc.manifest.updated_at,
+            age_seconds=round((datetime.now(UTC) - updated).total_seconds(), 1),
+        )
+
+    @app.get(
+        "/documents/{doc_id:path}",
+        responses={**_UNAVAILABLE, 404: {"model": ErrorResponse}},
+    )
+    async def document(doc_id: str, svc: Service) -> DocumentResponse:
+        """One document's chunks in order, each with its context (the id is its source path)."""
+        found = await run_in_threadpool(svc.document, doc_id)
+        if found is None:
+            raise HTTPException(
+                404, detail=f"no document {doc_id!r} in the index; ids are source paths as "
+                "search hits give them in `doc_id`",
+            )  # fmt: skip
+        return DocumentResponse.model_validate(found)
+
+    return app
+
+
+def _explain(error: Any) -> Any:
+    """A validation error as FastAPI writes it, minus a long rejected input echoed back."""
+    error = dict(error)
+    if isinstance(error.get("input"), str | list | dict) and len(error["input"]) > 100:
+        del error["input"]
+    return jsonable_encoder(error)
+
+
+def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8000) -> None:
+    """Run the API on uvicorn until interrupted; access lines go to stderr as JSON."""
+    import uvicorn
+
+    _log_access_as_json()
+    config = uvicorn.Config(
+        create_app(settings), host=host, port=port, access_log=False, log_level="info"
+    )
+    asyncio.run(uvicorn.Server(config).serve())
+
+
+def _log_access_as_json() -> None:
+    access = logging.getLogger("ctxr.api.access")
+    if not access.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        access.addHandler(handler)
+    access.setLevel(logging.INFO)
+    access.propagate = False  # plain JSON lines, not the CLI's "ctxr: " prefix
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("ctxr")
+    except PackageNotFoundError:
+        return "0.0.0"

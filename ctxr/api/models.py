@@ -1,0 +1,162 @@
+"""Request and response bodies of the HTTP API (`ctxr.api.app`).
+
+The search request's limits come from the settings (`CTXR_API_MAX_*`), so its model is made
+per app by `search_request_model`; the limits then appear in the OpenAPI schema as
+`maxLength`/`maximum`/`maxItems`, and a request over one is answered 422 naming the field.
+Unknown fields are refused too, and so are unknown filter fields (422 naming the field): a
+misspelt filter must not come back unfiltered.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
+
+from ctxr.config import FusionMethod, SearchMode, Settings
+from ctxr.errors import ConfigError
+from ctxr.index.filters import parse_filters
+
+
+class SearchRequestBase(BaseModel):
+    """Exactly one of `query` (one list of hits back) or `queries` (one list per query)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    query: str | None = None
+    queries: list[str] | None = None
+    k: int = 10
+    mode: SearchMode = "hybrid"
+    fusion: FusionMethod | None = Field(None, description="hybrid fusion; default CTXR_FUSION")
+    candidates: int | None = Field(None, description="top-N per retriever before fusion")
+    filters: dict[str, Any] | None = Field(
+        None,
+        description='payload filters applied inside both retrievers, e.g. {"source": "docs/", '
+        '"kind": ["markdown", "text"], "token_count": {"gte": 50}}; see README "Filters"',
+    )
+    merge: bool = Field(False, description="merge adjacent hits of one document into passages")
+    expand: bool = Field(False, description="return each hit's parent section (parent chunking)")
+    rerank: Literal["llm", "http", "cross-encoder", "none"] | None = Field(
+        None, description="reranker over the top CTXR_RERANK_CANDIDATES; default CTXR_RERANK"
+    )
+
+    @field_validator("filters")
+    @classmethod
+    def _filters_parse(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        try:
+            parse_filters(value)
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
+        return value
+
+    @model_validator(mode="after")
+    def _one_of_query_or_queries(self) -> SearchRequestBase:
+        if (self.query is None) == (self.queries is None):
+            raise ValueError('give exactly one of "query" (a string) or "queries" (a list)')
+        return self
+
+    @property
+    def texts(self) -> list[str]:
+        return [self.query] if self.query is not None else list(self.queries or [])
+
+
+def search_request_model(settings: Settings) -> type[SearchRequestBase]:
+    """`SearchRequestBase` with this server's limits on query length, batch size, k, depth."""
+    text = Annotated[
+        str, Field(min_length=1, max_length=settings.api_max_query_chars, pattern=r"\S")
+    ]
+    model: type[SearchRequestBase] = create_model(
+        "SearchRequest",
+        __base__=SearchRequestBase,
+        query=(text | None, None),
+        queries=(
+            Annotated[list[text], Field(min_length=1, max_length=settings.api_max_batch)] | None,
+            None,
+        ),
+        k=(Annotated[int, Field(ge=1, le=settings.api_max_k)], 10),
+        candidates=(
+            Annotated[int, Field(ge=1, le=settings.api_max_candidates)] | None,
+            Field(None, description="top-N per retriever before fusion; default CTXR_CANDIDATES"),
+        ),
+    )
+    return model
+
+
+class RetrieverScoreModel(BaseModel):
+    score: float
+    rank: int
+
+
+class HitModel(BaseModel):
+    """One hit, as `ctxr.types.Hit.to_json()` writes it."""
+
+    rank: int
+    chunk_id: str
+    doc_id: str
+    source: str
+    start: int
+    end: int
+    heading_path: list[str]
+    text: str
+    context: str
+    score: float
+    scores: dict[str, RetrieverScoreModel] = Field(
+        description="each retriever's own score and rank for this chunk (dense, bm25, rerank)"
+    )
+    flags: list[str] | None = Field(
+        None, description='why a hit is not as asked, e.g. "rerank failed: timeout"'
+    )
+
+
+class SearchResponse(BaseModel):
+    mode: SearchMode
+    fusion: FusionMethod
+    k: int
+    took_ms: float
+    hits: list[HitModel] | None = Field(None, description='for a "query"')
+    results: list[list[HitModel]] | None = Field(None, description='for "queries": one per query')
+
+
+class ChunkModel(BaseModel):
+    chunk_id: str
+    index: int
+    start: int
+    end: int
+    token_count: int | None = None
+    heading_path: list[str]
+    prefix: str = Field(description="repeated text prepended when embedding (never in `text`)")
+    text: str
+    context: str
+    context_kind: str | None = None
+
+
+class DocumentResponse(BaseModel):
+    doc_id: str
+    source: str
+    title: str | None = None
+    kind: str | None = None
+    language: str | None = None
+    sha256: str | None = None
+    indexed_at: str | None = None
+    chunks: list[ChunkModel]
+
+
+class HealthResponse(BaseModel):
+    status: str = Field(description='"ok", or "unavailable" with the reason (503)')
+    reason: str | None = None
+
+
+class StatsResponse(BaseModel):
+    index_dir: str
+    backend: str
+    points: int
+    documents: int
+    settings: dict[str, Any] = Field(description="what the stored vectors were made with")
+    search: dict[str, Any] = Field(description="search defaults and this server's limits")
+    created_at: str
+    updated_at: str
+    age_seconds: float = Field(description="seconds since the index was last written")
+
+
+class ErrorResponse(BaseModel):
+    detail: Any

@@ -1,0 +1,140 @@
+"""How the CLI shows results: summary tables, hit tables, split listings and estimates.
+
+Kept apart from `cli.py` so that the commands stay parsing and calling. Functions here format
+or print (results to stdout, summaries to stderr); none computes anything.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from ctxr.types import Hit
+
+err_console = Console(stderr=True)
+out_console = Console()
+
+
+def print_index_summary(report: Any) -> None:
+    table = Table(title=f"ctxr index: {report.index_dir}", show_header=False)
+    table.add_row("files seen", str(report.files_seen))
+    table.add_row("documents indexed", str(report.documents_indexed))
+    table.add_row("documents unchanged", str(report.documents_unchanged))
+    table.add_row("documents removed", str(report.documents_removed))
+    table.add_row("chunks written", str(report.chunks_written))
+    table.add_row("points in index", str(report.points_total))
+    table.add_row("contexts", report.context_kind)
+    if report.contexts:
+        c = report.contexts
+        dollars = c.get("dollars")
+        table.add_row("LLM", f"{c['provider']} {c['model']}")
+        table.add_row(
+            "LLM requests",
+            f"{c['requests']} ({c['retries']} retries, {c['failures']} failed, "
+            f"{c['response_cache_hits']} answered from cache)",
+        )
+        table.add_row(
+            "LLM tokens",
+            f"{c['input_tokens']:,} in, {c['cache_write_tokens']:,} cache write, "
+            f"{c['cache_read_tokens']:,} cache read, {c['output_tokens']:,} out",
+        )
+        table.add_row("cache writes", f"{c['cache_writes']} for {c['documents']} documents")
+        table.add_row("cost", "unknown" if dollars is None else f"${dollars:.4f}")
+    table.add_row("time", f"{report.seconds:.1f} s")
+    if report.optimize_seconds:
+        table.add_row("HNSW build", f"{report.optimize_seconds:.1f} s")
+    err_console.print(table)
+    if report.skipped:
+        reasons: dict[str, int] = {}
+        for skipped in report.skipped:
+            reasons[skipped.reason] = reasons.get(skipped.reason, 0) + 1
+        summary = ", ".join(f"{n} {reason}" for reason, n in sorted(reasons.items()))
+        err_console.print(f"skipped {len(report.skipped)} paths: {summary}", highlight=False)
+    for path, reason in report.failed:
+        err_console.print(f"[yellow]not indexed:[/] {path}: {reason}", highlight=False)
+    for notice in report.notices:
+        err_console.print(f"[yellow]note:[/] {notice}", highlight=False)
+
+
+def print_estimate(result: Any, as_json: bool) -> None:
+    from ctxr.pipeline.estimate_report import render
+
+    if as_json:
+        click.echo(json.dumps(result.to_json(), indent=2))
+    else:
+        render(result, out_console)
+
+
+def print_hits(query: str, hits: list[Hit]) -> None:
+    if not hits:
+        out_console.print(f"no hits for {query!r}", highlight=False)
+        return
+    table = Table(title=f"{len(hits)} hits for {query!r}", show_lines=True)
+    table.add_column("#", justify="right")
+    table.add_column("source / section", overflow="fold", ratio=2)
+    table.add_column("snippet", ratio=3)
+    table.add_column("score (dense, bm25 ranks)")
+    for hit in hits:
+        where = hit.source + (("\n" + " > ".join(hit.heading_path)) if hit.heading_path else "")
+        snippet = " ".join(hit.text.split())
+        snippet = snippet[:200] + ("…" if len(snippet) > 200 else "")
+        ranks = ", ".join(f"{name} #{s.rank}" for name, s in hit.scores.items())
+        table.add_row(str(hit.rank), where, snippet, f"{hit.score:.4f}\n{ranks}")
+    out_console.print(table, highlight=False)
+    for flag in dict.fromkeys(f for hit in hits for f in hit.flags):
+        out_console.print(f"note: {flag}", highlight=False)
+
+
+def split_json(doc: Any, chunks: list[Any], budget: int) -> dict[str, Any]:
+    return {
+        "source": doc.source,
+        "kind": doc.kind,
+        "title": doc.title,
+        "language": doc.language,
+        "chars": len(doc.text),
+        "max_tokens": budget,
+        "chunks": [
+            {
+                "index": c.index,
+                "chunk_id": c.chunk_id,
+                "start": c.start,
+                "end": c.end,
+                "tokens": c.token_count,
+                "heading_path": list(c.heading_path),
+                "pages": list(c.pages),
+                "prefix": c.prefix,
+                "parent_start": c.parent_start,
+                "parent_end": c.parent_end,
+                "text": c.text,
+            }
+            for c in chunks
+        ],
+    }
+
+
+def print_split(doc: Any, chunks: list[Any], budget: int) -> None:
+    from rich.text import Text
+
+    def snippet(text: str, width: int) -> Text:  # Text: "[12:01]" must not be read as markup
+        flat = " ".join(text.split())
+        return Text(flat if len(flat) <= width else flat[: width - 1] + "…")
+
+    title = f"{doc.source} ({doc.kind}): {len(chunks)} chunks, budget {budget} tokens"
+    table = Table(title=Text(title), title_justify="left")
+    for name in ("#", "start-end", "tokens", "trail", "pages", "prefix", "snippet"):
+        table.add_column(name, overflow="fold")
+    for c in chunks:
+        table.add_row(
+            str(c.index),
+            f"{c.start}-{c.end}",
+            str(c.token_count),
+            Text(" > ".join(c.heading_path)),
+            ",".join(map(str, c.pages)),
+            snippet(c.prefix, 24),
+            snippet(c.text, 60),
+        )
+    out_console.print(table)

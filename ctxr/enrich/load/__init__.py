@@ -1,0 +1,3 @@
+"""Files to Documents: the walk (`walk`), one file's loading (`documents`), and one module per
+format that needs its own reader (`html`, `pdf`, `chat`).
+"""

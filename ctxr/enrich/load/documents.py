@@ -1,0 +1,101 @@
+"""Loading one file as a Document: its kind, its text (decoded, extracted or rendered), its title.
+
+`load_document` raises a `LoadError` naming the file and the fix; the caller records it and
+moves past, so one bad file never stops a run.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from ctxr.enrich.load.chat import as_conversation
+from ctxr.enrich.load.html import HTML_SUFFIXES, extract_html
+from ctxr.enrich.load.pdf import load_pdf
+from ctxr.errors import BinaryFileError, LoadError, UndecodableFileError
+from ctxr.types import Document, DocumentKind, text_hash
+
+MARKDOWN_SUFFIXES = {".md", ".markdown", ".mdx", ".mdown"}
+CODE_LANGUAGES = {
+    ".py": "python", ".pyi": "python", ".js": "javascript", ".mjs": "javascript",
+    ".cjs": "javascript", ".jsx": "javascript", ".ts": "typescript", ".tsx": "typescript",
+    ".java": "java", ".rs": "rust", ".go": "go", ".c": "c", ".h": "c", ".cc": "cpp",
+    ".cpp": "cpp", ".cxx": "cpp", ".hpp": "cpp", ".hh": "cpp", ".cs": "csharp",
+    ".rb": "ruby", ".php": "php", ".swift": "swift", ".kt": "kotlin", ".scala": "scala",
+    ".sh": "bash", ".bash": "bash", ".sql": "sql", ".lua": "lua", ".r": "r",
+}  # fmt: skip
+# Files whose suffix alone says they are not text; sniffing still catches the rest.
+BINARY_SUFFIXES = {
+    ".png", ".jpg", ".jpeg", ".gif", ".webp", ".ico", ".zip", ".gz", ".tar", ".bz2",
+    ".xz", ".7z", ".so", ".dylib", ".dll", ".exe", ".bin", ".onnx", ".pyc", ".whl", ".class",
+    ".jar", ".woff", ".woff2", ".ttf", ".mp3", ".mp4", ".wav", ".sqlite", ".db", ".parquet",
+}  # fmt: skip
+_SNIFF_BYTES = 8192
+_H1 = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
+
+
+def kind_of(path: Path) -> tuple[DocumentKind, str | None]:
+    suffix = path.suffix.lower()
+    if suffix in MARKDOWN_SUFFIXES:
+        return "markdown", None
+    if suffix in HTML_SUFFIXES:
+        return "html", None
+    if suffix in CODE_LANGUAGES:
+        return "code", CODE_LANGUAGES[suffix]
+    return "text", None
+
+
+def load_document(path: Path) -> Document:
+    """Read one file as UTF-8 text; raise a `LoadError` naming the file and the fix."""
+    source = path.as_posix()
+    if path.suffix.lower() == ".pdf":
+        return load_pdf(path)  # kind "pdf": the pages' text layer, see ctxr.enrich.load.pdf
+    if path.suffix.lower() in BINARY_SUFFIXES:
+        raise BinaryFileError(source, "binary file type; convert it to text to index it")
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise LoadError(source, f"cannot read ({exc.strerror}); check its permissions") from exc
+    if b"\x00" in raw[:_SNIFF_BYTES]:
+        raise BinaryFileError(source, "binary content (NUL bytes); convert it to text to index it")
+    try:
+        # utf-8-sig drops a byte-order mark, which would otherwise shift every offset by one.
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise UndecodableFileError(
+            source,
+            f"not valid UTF-8 (byte {exc.start}); re-encode it, e.g. "
+            f"`iconv -f latin1 -t utf-8 {source} -o {source}.utf8`",
+        ) from exc
+    if not text.strip():
+        raise LoadError(source, "contains only whitespace; nothing to index")
+    kind, language = kind_of(path)
+    if kind == "html":  # the chunks store, and their offsets refer to, the extracted text
+        page = extract_html(text)
+        if not page.text.strip():
+            raise LoadError(
+                source, "no text once scripts, styles and navigation are dropped; nothing to index"
+            )
+        return Document(
+            doc_id=source, source=source, text=page.text, kind="html",
+            title=page.title or path.name, sha256=text_hash(page.text),
+        )  # fmt: skip
+    if kind == "text" and (conversation := as_conversation(text, path.suffix.lower())):
+        text, kind = conversation, "conversation"  # a JSON export is rendered as turns
+    return Document(
+        doc_id=source,
+        source=source,
+        text=text,
+        kind=kind,
+        title=_title(text, kind, path),
+        sha256=text_hash(text),
+        language=language,
+    )
+
+
+def _title(text: str, kind: DocumentKind, path: Path) -> str:
+    if kind == "markdown":
+        match = _H1.search(text)
+        if match:
+            return match.group(1).strip()
+    return path.name

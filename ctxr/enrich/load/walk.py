@@ -1,0 +1,87 @@
+"""Walking a corpus: the files under the given paths, minus what ignore rules and size skip.
+
+One bad file never stops a run: `walk` yields skips as values (hidden, ignored, too large), and
+the caller records them and moves on.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pathspec
+
+IGNORE_FILES = (".gitignore", ".ctxrignore")
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    """A file the walk passed over, and why (counted in the run's notice)."""
+
+    path: str
+    reason: str
+
+
+def _ignore_spec(root: Path) -> pathspec.GitIgnoreSpec | None:
+    lines: list[str] = []
+    for name in IGNORE_FILES:
+        ignore_file = root / name
+        if ignore_file.is_file():
+            lines.extend(ignore_file.read_text(encoding="utf-8", errors="replace").splitlines())
+    return pathspec.GitIgnoreSpec.from_lines(lines) if lines else None
+
+
+def walk(paths: Sequence[str | Path], max_file_bytes: int) -> Iterator[Path | Skipped]:
+    """Every candidate file under `paths`, in a stable order, or a `Skipped` for each excluded one.
+
+    A path named explicitly is always considered, even if hidden; inside directories, hidden
+    entries and those matched by the directory's .gitignore/.ctxrignore are skipped.
+    """
+    for given in paths:
+        root = Path(given)
+        if root.is_file():
+            yield _size_checked(root, max_file_bytes)
+            continue
+        if not root.is_dir():
+            yield Skipped(str(given), "no such file or directory")
+            continue
+        spec = _ignore_spec(root)
+        for dirpath, dirnames, filenames in os.walk(root):
+            here = Path(dirpath)
+            rel_dir = here.relative_to(root)
+            kept_dirs = []
+            for name in sorted(dirnames):
+                rel = (rel_dir / name).as_posix() + "/"
+                if name.startswith("."):
+                    yield Skipped(str(here / name), "hidden directory")
+                elif spec is not None and spec.match_file(rel):
+                    yield Skipped(str(here / name), "ignored directory")
+                else:
+                    kept_dirs.append(name)
+            dirnames[:] = kept_dirs  # os.walk descends only into what we keep
+            for name in sorted(filenames):
+                path = here / name
+                if name.startswith("."):
+                    yield Skipped(str(path), "hidden file")
+                elif spec is not None and spec.match_file((rel_dir / name).as_posix()):
+                    yield Skipped(str(path), "ignored file")
+                else:
+                    yield _size_checked(path, max_file_bytes)
+
+
+def _size_checked(path: Path, max_file_bytes: int) -> Path | Skipped:
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        return Skipped(str(path), f"cannot stat: {exc.strerror}")
+    if size > max_file_bytes:
+        return Skipped(
+            str(path),
+            f"larger than CTXR_MAX_FILE_BYTES ({size:,} > {max_file_bytes:,} bytes); "
+            "raise the limit to include it",
+        )
+    if size == 0:
+        return Skipped(str(path), "empty file")
+    return path

@@ -1,0 +1,155 @@
+"""Giving every chunk its context: the bridge from the (sync) indexer to the situating queue.
+
+`resolve_context` decides what a run writes (an LLM's contexts when a provider is configured or
+asked for, else outline contexts); `situate_all` produces them, running the async queue with one
+`asyncio.run`; `fit_context` trims a context at a sentence boundary, never the chunk, so that
+context plus chunk fits the embedder's input.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import os
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ctxr.config import Settings
+from ctxr.enrich.situate.ledger import Ledger, ledger_path
+from ctxr.enrich.situate.outline import OUTLINE_VERSION, situate
+from ctxr.enrich.situate.prompt import PROMPT_VERSION, document_part
+from ctxr.enrich.situate.queue import SituateResult, situate_documents
+from ctxr.enrich.situate.response_cache import ResponseCache
+from ctxr.errors import ConfigError
+from ctxr.llm.pricing import load_prices
+from ctxr.llm.ratelimit import RateLimits
+from ctxr.llm.registry import DEFAULT_MODELS, PROVIDER_ENV, detect_provider, make_llm
+from ctxr.progress import Progress
+from ctxr.tokens import count_tokens
+from ctxr.types import Chunk, ContextKind, ContextualChunk, Document
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+@dataclass(frozen=True, slots=True)
+class ContextPlan:
+    kind: ContextKind
+    provider: str | None = None
+    model: str | None = None
+
+    @property
+    def version(self) -> str:
+        """What made the contexts; part of each document's recipe, so a change re-indexes."""
+        if self.kind == "llm":
+            return f"{PROMPT_VERSION}:{self.provider}:{self.model}"
+        return OUTLINE_VERSION if self.kind == "outline" else ""
+
+
+@dataclass(slots=True)
+class ContextRun:
+    situated: dict[str, list[ContextualChunk]]
+    incomplete: set[str] = field(default_factory=set)  # documents with chunks that failed
+    ledger: dict[str, object] | None = None
+
+
+def resolve_context(settings: Settings, env: Mapping[str, str] | None = None) -> ContextPlan:
+    env = dict(os.environ if env is None else env)
+    if settings.llm_provider:
+        env[PROVIDER_ENV] = settings.llm_provider
+    if settings.context in ("outline", "none"):
+        return ContextPlan(settings.context)
+    provider = detect_provider(env)
+    if provider is None:
+        if settings.context == "llm":
+            raise ConfigError(
+                "--context llm needs a provider: set ANTHROPIC_API_KEY (or ANTHROPIC_BASE_URL), "
+                "or OPENAI_API_KEY / OPENAI_BASE_URL for any OpenAI-compatible server, or "
+                "CTXR_LLM_PROVIDER; or use --context outline"
+            )
+        return ContextPlan("outline")
+    return ContextPlan("llm", provider, settings.llm_model or DEFAULT_MODELS[provider])
+
+
+def situate_all(
+    pairs: Sequence[tuple[Document, list[Chunk]]],
+    settings: Settings,
+    plan: ContextPlan,
+    index_dir: Path,
+    cache_dir: Path,
+    progress: Progress,
+) -> ContextRun:
+    if plan.kind != "llm":
+        kind: ContextKind = plan.kind
+        return ContextRun({d.doc_id: situate(d, chunks, kind) for d, chunks in pairs})
+    assert plan.provider is not None and plan.model is not None
+    llm = make_llm(
+        plan.provider,
+        plan.model,
+        timeout=settings.llm_timeout,
+        max_output_tokens=settings.llm_max_output_tokens,
+    )
+    prices = load_prices(settings.prices_file)
+    cost: Callable[..., float] | None = None
+    try:
+        prices.get(plan.model)
+        cost = functools.partial(prices.cost, plan.model)
+    except ConfigError as exc:
+        progress.note(f"dollars are not counted: {exc}")
+    ledger = Ledger(ledger_path(index_dir), cost=cost)
+    limits = RateLimits(
+        requests_per_minute=settings.llm_requests_per_minute,
+        input_tokens_per_minute=settings.llm_input_tokens_per_minute,
+        output_tokens_per_minute=settings.llm_output_tokens_per_minute,
+        cache_reads_count=plan.provider == "openai",  # Anthropic does not count cache reads
+    )
+
+    async def run(cache: ResponseCache) -> dict[str, SituateResult]:
+        try:
+            return await situate_documents(
+                [(d, chunks) for d, chunks in pairs],
+                llm,
+                ledger=ledger,
+                prompt_version=PROMPT_VERSION,
+                count_tokens=functools.partial(count_tokens, encoding=settings.encoding),
+                cache=cache,
+                limits=limits,
+                concurrency=settings.llm_concurrency,
+                progress=progress,
+                max_document_tokens=settings.max_document_tokens,
+                render_document=document_part,
+            )
+        finally:
+            await llm.aclose()
+
+    with ResponseCache(cache_dir / "contexts") as cache:
+        results = asyncio.run(run(cache))
+    situated: dict[str, list[ContextualChunk]] = {}
+    incomplete: set[str] = set()
+    for document, chunks in pairs:
+        situated[document.doc_id] = [results[c.chunk_id].contextual(c) for c in chunks]
+        if any((results[c.chunk_id].flagged or "").startswith("failed") for c in chunks):
+            incomplete.add(document.doc_id)
+    return ContextRun(situated, incomplete, ledger.summary())
+
+
+def fit_context(
+    situated: ContextualChunk, count: Callable[[str], int], limit: int
+) -> ContextualChunk:
+    """Drop whole sentences from the end of the context until context + chunk fit `limit`.
+
+    Only when the chunk fits on its own: a chunk that is already too long is cut by the
+    embedder whatever we do, and its context is then worth more than its tail.
+    """
+    if not situated.context or count(situated.indexed_text()) <= limit:
+        return situated
+    if count(ContextualChunk(situated.chunk, "", situated.context_kind).indexed_text()) > limit:
+        return situated
+    sentences = _SENTENCE_END.split(situated.context.strip())
+    while sentences:
+        sentences.pop()
+        trimmed = ContextualChunk(situated.chunk, " ".join(sentences), situated.context_kind)
+        if count(trimmed.indexed_text()) <= limit:
+            return trimmed
+    return ContextualChunk(situated.chunk, "", situated.context_kind)

@@ -1,0 +1,211 @@
+"""The usage ledger of one context run: what was asked, what it cost, what went wrong.
+
+Counted per run: requests, retries, failures (chunk id and error), flagged chunks, response-cache
+hits, every token kind, and per document the cache-write and cache-read tokens and how many
+responses wrote the provider cache (the goal is one per cached prefix). Dollars come from a
+`cost(usage)` callable (the pricing table), when one is given. The queue writes the ledger as
+JSON in a `finally`, so a run that is interrupted still leaves its account behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from ctxr.llm.base import Usage
+
+LEDGER_DIR = "ledgers"
+
+
+def ledger_path(index_dir: str | Path, when: datetime | None = None) -> Path:
+    """Where a run's ledger goes: `<index>/ledgers/contexts-<UTC time>.json`."""
+    moment = (when or datetime.now(UTC)).strftime("%Y%m%dT%H%M%S%fZ")
+    return Path(index_dir) / LEDGER_DIR / f"contexts-{moment}.json"
+
+
+def _usage_json(usage: Usage) -> dict[str, int]:
+    return {
+        "input_tokens": usage.input_tokens,
+        "cache_write_tokens": usage.cache_write_tokens,
+        "cache_read_tokens": usage.cache_read_tokens,
+        "output_tokens": usage.output_tokens,
+    }
+
+
+def cache_read_share(usage: Usage) -> float:
+    """Share of prompt tokens read from the provider cache."""
+    prompt = usage.input_tokens + usage.cache_write_tokens + usage.cache_read_tokens
+    return usage.cache_read_tokens / prompt if prompt else 0.0
+
+
+@dataclass
+class DocumentAccount:
+    source: str
+    chunks: int = 0
+    prefixes: int = 0  # cached prefixes: 1, or one per window block
+    uncached_prefixes: int = 0  # below the model's minimum: sent without a cache marker
+    prefix_tokens: int = 0
+    requests: int = 0
+    cache_writes: int = 0  # responses that wrote the provider cache
+    response_cache_hits: int = 0
+    usage: Usage = field(default_factory=Usage)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "source": self.source,
+            "chunks": self.chunks,
+            "prefixes": self.prefixes,
+            "uncached_prefixes": self.uncached_prefixes,
+            "cached": self.uncached_prefixes == 0,
+            "prefix_tokens": self.prefix_tokens,
+            "requests": self.requests,
+            "cache_writes": self.cache_writes,
+            "response_cache_hits": self.response_cache_hits,
+            **_usage_json(self.usage),
+        }
+
+
+class Ledger:
+    def __init__(
+        self,
+        path: str | Path | None = None,
+        *,
+        cost: Callable[[Usage], float] | None = None,
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        self.path = Path(path) if path is not None else None
+        self._cost = cost
+        self._clock = clock
+        self._t0: float | None = None
+        self._t1: float | None = None
+        self.started_at: str | None = None
+        self.provider = self.model = self.prompt_version = ""
+        self.requests = 0
+        self.retries: list[tuple[str, str]] = []
+        self.failures: list[tuple[str, str]] = []
+        self.flagged: list[tuple[str, str]] = []
+        self.response_cache_hits = 0
+        self.usage = Usage()
+        self.documents: dict[str, DocumentAccount] = {}
+        self.interrupted = False
+
+    # -- recording -------------------------------------------------------------------------
+
+    def begin(self, provider: str, model: str, prompt_version: str) -> None:
+        self.provider, self.model, self.prompt_version = provider, model, prompt_version
+        self.started_at = datetime.now(UTC).isoformat(timespec="seconds")
+        self._t0, self._t1 = self._clock(), None
+
+    def finish(self, *, interrupted: bool = False) -> None:
+        self._t1 = self._clock()
+        self.interrupted = interrupted
+
+    def document(self, doc_id: str, source: str = "") -> DocumentAccount:
+        account = self.documents.get(doc_id)
+        if account is None:
+            account = self.documents[doc_id] = DocumentAccount(source or doc_id)
+        return account
+
+    def add_prefix(
+        self, doc_id: str, source: str, *, chunks: int, tokens: int, cached: bool
+    ) -> None:
+        account = self.document(doc_id, source)
+        account.chunks += chunks
+        account.prefixes += 1
+        account.prefix_tokens += tokens
+        if not cached:
+            account.uncached_prefixes += 1
+
+    def record_request(self, doc_id: str) -> None:
+        self.requests += 1
+        self.document(doc_id).requests += 1
+
+    def record_usage(self, doc_id: str, usage: Usage) -> None:
+        self.usage = self.usage + usage
+        account = self.document(doc_id)
+        account.usage = account.usage + usage
+        if usage.cache_write_tokens > 0:
+            account.cache_writes += 1
+
+    def record_retry(self, chunk_id: str, error: str) -> None:
+        self.retries.append((chunk_id, error))
+
+    def record_failure(self, chunk_id: str, error: str) -> None:
+        self.failures.append((chunk_id, error))
+
+    def record_flag(self, chunk_id: str, reason: str) -> None:
+        self.flagged.append((chunk_id, reason))
+
+    def record_response_cache_hit(self, doc_id: str) -> None:
+        self.response_cache_hits += 1
+        self.document(doc_id).response_cache_hits += 1
+
+    # -- reading ---------------------------------------------------------------------------
+
+    @property
+    def dollars(self) -> float | None:
+        return None if self._cost is None else self._cost(self.usage)
+
+    @property
+    def wall_seconds(self) -> float:
+        if self._t0 is None:
+            return 0.0
+        return (self._t1 if self._t1 is not None else self._clock()) - self._t0
+
+    def progress_line(self, documents_done: int, documents: int, chunks_done: int) -> str:
+        """One line for `Progress.note`: documents, chunks, cache-read share, dollars so far."""
+        line = (
+            f"contexts: {documents_done}/{documents} documents, {chunks_done} chunks, "
+            f"{self.requests} requests, cache reads {cache_read_share(self.usage):.0%} "
+            "of prompt tokens"
+        )
+        dollars = self.dollars
+        return line if dollars is None else f"{line}, ${dollars:.4f}"
+
+    def summary(self) -> dict[str, object]:
+        docs = self.documents.values()
+        return {
+            "provider": self.provider,
+            "model": self.model,
+            "prompt_version": self.prompt_version,
+            "started_at": self.started_at,
+            "wall_seconds": round(self.wall_seconds, 3),
+            "interrupted": self.interrupted,
+            "documents": len(self.documents),
+            "uncached_documents": sum(1 for d in docs if d.uncached_prefixes),
+            "prefixes": sum(d.prefixes for d in docs),
+            "cache_writes": sum(d.cache_writes for d in docs),
+            "requests": self.requests,
+            "retries": len(self.retries),
+            "failures": len(self.failures),
+            "flagged": len(self.flagged),
+            "response_cache_hits": self.response_cache_hits,
+            **_usage_json(self.usage),
+            "cache_read_share": round(cache_read_share(self.usage), 4),
+            "dollars": self.dollars,
+        }
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "summary": self.summary(),
+            "failures": [{"chunk_id": c, "error": e} for c, e in self.failures],
+            "flagged": [{"chunk_id": c, "reason": r} for c, r in self.flagged],
+            "retries": [{"chunk_id": c, "error": e} for c, e in self.retries],
+            "documents": {doc_id: d.to_json() for doc_id, d in self.documents.items()},
+        }
+
+    def write(self, path: str | Path | None = None) -> Path | None:
+        """Write the ledger atomically (temp file, then rename); None when it has no path."""
+        target = Path(path) if path is not None else self.path
+        if target is None:
+            return None
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(target.name + ".tmp")
+        tmp.write_text(json.dumps(self.to_json(), indent=2, ensure_ascii=False) + "\n")
+        os.replace(tmp, target)
+        return target

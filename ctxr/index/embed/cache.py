@@ -1,0 +1,69 @@
+"""`CachedEmbedder`: any embedder behind a diskcache, keyed by model name and text hash.
+
+Re-indexing a changed corpus, or re-running an evaluation, embeds only text it has not seen;
+the rest is read back from disk (float32 bytes, no pickle). Safe across processes (diskcache
+uses SQLite with proper locking).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from pathlib import Path
+
+import diskcache
+import numpy as np
+
+from ctxr.index.embed.base import Embedder, FloatMatrix
+
+
+class CachedEmbedder:
+    def __init__(self, inner: Embedder, directory: Path) -> None:
+        self.inner = inner
+        self._cache = diskcache.Cache(str(directory), size_limit=4 * 2**30)
+        self.hits = 0
+        self.misses = 0
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def dim(self) -> int:
+        return self.inner.dim
+
+    @property
+    def max_tokens(self) -> int:
+        return self.inner.max_tokens
+
+    def count_tokens(self, text: str) -> int:
+        count = getattr(self.inner, "count_tokens", None)
+        return int(count(text)) if callable(count) else 0
+
+    def _key(self, text: str) -> str:
+        digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        return f"{self.inner.name}:{self.inner.max_tokens}:{digest}"
+
+    def embed(self, texts: Sequence[str]) -> FloatMatrix:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        missing: dict[str, list[int]] = {}
+        for row, text in enumerate(texts):
+            raw = self._cache.get(self._key(text))
+            if isinstance(raw, bytes) and len(raw) == 4 * self.dim:
+                out[row] = np.frombuffer(raw, dtype=np.float32)
+            else:
+                missing.setdefault(text, []).append(row)  # duplicates are embedded once
+        self.hits += len(texts) - sum(len(rows) for rows in missing.values())
+        self.misses += len(missing)
+        if missing:
+            fresh = self.inner.embed(list(missing))
+            for vector, (text, rows) in zip(fresh, missing.items(), strict=True):
+                self._cache.set(self._key(text), vector.astype(np.float32).tobytes())
+                out[rows] = vector
+        return out
+
+    def close(self) -> None:
+        self._cache.close()
+        close_inner = getattr(self.inner, "close", None)
+        if callable(close_inner):
+            close_inner()  # an HTTP embedder holds connections

@@ -1,0 +1,215 @@
+"""Payload filters: a small filter language, parsed once, applied inside both retrievers.
+
+A filter is a mapping from a payload field to a condition; all conditions must hold::
+
+    {"source": "docs/",                      # under a directory (whole path components)
+     "kind": ["markdown", "text"],            # any of a set
+     "language": "python",                    # equality
+     "token_count": {"gte": 50, "lte": 400}}  # a range (gt, gte, lt, lte) on a number
+
+Fields (`FIELDS`): the keyword fields `doc_id`, `title`, `kind`, `language`, `doc_sha256`,
+`heading_path` (matches any heading in the trail) and `context_kind` take a string or a list of
+strings; the integer fields `index`, `start`, `end` and `token_count` take an integer, a list of
+integers, or a range. An unknown field, operator or a value of the wrong type is a `ConfigError`
+naming the field.
+
+`source` takes a string or a list of strings (any of them); each is one of:
+
+- `docs/` (trailing slash): any file under the directory `docs`, at any depth;
+- `docs/guide.md`: that file, or, if it names a directory, anything under it;
+- `*.md` or `**/*.md`: any `.md` file; `docs/*.md`: `.md` files directly in `docs`;
+  `docs/**/*.md`: `.md` files anywhere under `docs`. Other globs are refused: Qdrant matches
+  keywords exactly, so a glob is answered from the payload fields the writer derives from the
+  path (`source_dirs`, every ancestor directory; `source_dir`, the parent; `source_ext`, the
+  suffix). Matching is case-sensitive. An index written before these fields existed matches no
+  directory or glob filter until it is re-indexed with `--rebuild`.
+
+The parsed form (`PayloadFilter`) is translated to qdrant-edge's and qdrant-client's `Filter`
+(`edge_filter`, `client_filter`, same semantics) and passed as the query filter of the dense and
+the BM25 search, so k hits come back even when most of the index is filtered out.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ctxr.errors import ConfigError
+
+if TYPE_CHECKING:
+    pass
+
+KEYWORD = "keyword"
+INTEGER = "integer"
+FIELDS: dict[str, str] = {
+    "source": KEYWORD,
+    "doc_id": KEYWORD,
+    "title": KEYWORD,
+    "kind": KEYWORD,
+    "language": KEYWORD,
+    "doc_sha256": KEYWORD,
+    "heading_path": KEYWORD,
+    "context_kind": KEYWORD,
+    "index": INTEGER,
+    "start": INTEGER,
+    "end": INTEGER,
+    "token_count": INTEGER,
+}
+RANGE_OPERATORS = ("gt", "gte", "lt", "lte")
+_CLI_OPERATORS = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\s*(>=|<=|>|<|=)(.*)$")
+_CLI_RANGE = {">=": "gte", "<=": "lte", ">": "gt", "<": "lt"}
+_GLOB_CHARS = re.compile(r"[*?\[\]]")
+_EXT = re.compile(r"^\*\.([^*?\[\]/.]+)$")
+
+Scalar = str | int
+
+
+@dataclass(frozen=True, slots=True)
+class Match:
+    """The field holds (or, for an array field, contains) any of `values`."""
+
+    key: str
+    values: tuple[Scalar, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Range:
+    key: str
+    gt: float | None = None
+    gte: float | None = None
+    lt: float | None = None
+    lte: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AnyOf:
+    conditions: tuple[Condition, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class AllOf:
+    conditions: tuple[Condition, ...]
+
+
+Condition = Match | Range | AnyOf | AllOf
+PayloadFilter = AllOf
+
+
+def parse_filters(spec: Mapping[str, Any] | None) -> PayloadFilter | None:
+    """Validate a filter mapping into its parsed form; None or {} means no filter."""
+    if spec is None:
+        return None
+    if not isinstance(spec, Mapping):
+        raise ConfigError(f"filters must be an object of field: condition, got {spec!r}")
+    conditions: list[Condition] = []
+    for key, value in spec.items():
+        if key not in FIELDS:
+            raise ConfigError(
+                f"unknown filter field {key!r}; filterable fields: {', '.join(FIELDS)}"
+            )
+        conditions.append(_source(value) if key == "source" else _field(key, value))
+    return AllOf(tuple(conditions)) if conditions else None
+
+
+def filters_from_cli(expressions: Sequence[str]) -> dict[str, Any]:
+    """`KEY=VALUE` (repeated: any of), `KEY>=N`, `KEY<=N`, `KEY>N`, `KEY<N` into a filter
+    mapping; integer fields' values are converted."""
+    spec: dict[str, Any] = {}
+    for expression in expressions:
+        found = _CLI_OPERATORS.match(expression.strip())
+        if not found:
+            raise ConfigError(
+                f"cannot read filter {expression!r}; write KEY=VALUE or KEY>=N (also <=, >, <)"
+            )
+        key, op, raw = found.group(1), found.group(2), found.group(3).strip()
+        value: Any = raw
+        if FIELDS.get(key) == INTEGER:
+            try:
+                value = float(raw) if op != "=" and "." in raw else int(raw)
+            except ValueError:
+                raise ConfigError(f"filter field {key!r} takes a number, got {raw!r}") from None
+        if op == "=":
+            previous = spec.get(key)
+            if isinstance(previous, dict):
+                raise ConfigError(f"filter field {key!r}: mix of = and a range")
+            spec[key] = value if previous is None else [*_as_list(previous), value]
+        else:
+            bounds = spec.setdefault(key, {})
+            if not isinstance(bounds, dict):
+                raise ConfigError(f"filter field {key!r}: mix of = and a range")
+            bounds[_CLI_RANGE[op]] = value
+    return spec
+
+
+def _as_list(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, list) else [value]
+
+
+def _field(key: str, value: Any) -> Condition:
+    kind = FIELDS[key]
+    if isinstance(value, Mapping):
+        if kind != INTEGER:
+            raise ConfigError(f"filter field {key!r} is text: give a value or a list, not a range")
+        unknown = [op for op in value if op not in RANGE_OPERATORS]
+        if unknown or not value:
+            raise ConfigError(
+                f"filter field {key!r}: unknown range operator {unknown[0] if unknown else None!r};"
+                f" use {', '.join(RANGE_OPERATORS)}"
+            )
+        bounds: dict[str, float] = {}
+        for op, bound in value.items():
+            if isinstance(bound, bool) or not isinstance(bound, int | float):
+                raise ConfigError(f"filter field {key!r}: {op} takes a number, got {bound!r}")
+            bounds[op] = float(bound)
+        return Range(key, **bounds)
+    values = value if isinstance(value, list) else [value]
+    if not values:
+        raise ConfigError(f"filter field {key!r}: an empty list matches nothing; drop the field")
+    for item in values:
+        wanted_type = str if kind == KEYWORD else int
+        if isinstance(item, bool) or not isinstance(item, wanted_type):
+            what = "a string" if kind == KEYWORD else "an integer"
+            raise ConfigError(f"filter field {key!r} takes {what} or a list of them, got {item!r}")
+    return Match(key, tuple(dict.fromkeys(values)))
+
+
+def _source(value: Any) -> Condition:
+    values = value if isinstance(value, list) else [value]
+    if not values or not all(isinstance(v, str) and v.strip() for v in values):
+        raise ConfigError(
+            f"filter field 'source' takes a path, directory/ or glob, or a list of them; "
+            f"got {value!r}"
+        )
+    options = [_one_source(v.strip()) for v in values]
+    return options[0] if len(options) == 1 else AnyOf(tuple(options))
+
+
+def _one_source(pattern: str) -> Condition:
+    while pattern.startswith("./"):
+        pattern = pattern[2:]
+    if not _GLOB_CHARS.search(pattern):
+        if pattern.endswith("/"):
+            return Match("source_dirs", (pattern.rstrip("/"),))
+        return AnyOf((Match("source", (pattern,)), Match("source_dirs", (pattern,))))
+    head, _, tail = pattern.rpartition("/")
+    ext = _EXT.match(tail)
+    recursive = head == "**" or head.endswith("/**")
+    base = "" if head == "**" else head.removesuffix("/**") if recursive else head
+    if not ext or _GLOB_CHARS.search(base):
+        raise ConfigError(
+            f"filter field 'source': unsupported glob {pattern!r}; use DIR/, *.EXT, DIR/*.EXT "
+            "or DIR/**/*.EXT (the glob is matched inside the search, so only these forms work)"
+        )
+    suffix = Match("source_ext", ("." + ext.group(1),))
+    if not base:
+        return suffix
+    return AllOf((Match("source_dirs" if recursive else "source_dir", (base,)), suffix))
+
+
+def match_values(c: Match) -> list[str] | list[int]:
+    # `_field` checked that one field's values share a type.
+    if all(isinstance(v, str) for v in c.values):
+        return [str(v) for v in c.values]
+    return [int(v) for v in c.values]

@@ -1,0 +1,70 @@
+"""The store protocol: one point per chunk, a named dense vector and a BM25 sparse vector.
+
+Backends (the embedded `EdgeStore`, `QdrantServerStore` for a Qdrant server or cluster) share
+this schema, so the indexer and the retriever never know which one they talk to;
+`ctxr.index.components` picks one from the settings. `optimize()` returns whether it built an
+index (a server builds its own, so there it is a no-op returning False); `flush()` makes
+written points durable before the manifest records them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ctxr.index.bm25.weights import SparseTerms
+from ctxr.index.filters import PayloadFilter
+
+DENSE_VECTOR = "dense"
+SPARSE_VECTOR = "bm25"
+# Payload fields we filter on get a keyword index, so deleting a document's points stays cheap
+# and a search filter (ctxr.index.filters) on them is planned from the index.
+KEYWORD_FIELDS = (
+    *("doc_id", "source", "kind", "language", "source_dirs", "source_dir", "source_ext"),
+)
+# Points fetched per scroll page when listing one document's chunks.
+SCROLL_PAGE = 256
+
+
+@dataclass(frozen=True, slots=True)
+class StoredPoint:
+    point_id: str
+    dense: Sequence[float]
+    sparse: SparseTerms
+    payload: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ScoredRecord:
+    point_id: str
+    score: float
+    payload: dict[str, Any]
+
+
+class Store(Protocol):
+    def upsert(self, points: Sequence[StoredPoint]) -> None: ...
+
+    def delete_documents(self, doc_ids: Sequence[str]) -> None: ...
+
+    def query_dense(
+        self, vector: Sequence[float], limit: int, where: PayloadFilter | None = None
+    ) -> list[ScoredRecord]:
+        """The `limit` nearest points among those `where` admits (inside the search)."""
+        ...
+
+    def query_sparse(
+        self, sparse: SparseTerms, limit: int, where: PayloadFilter | None = None
+    ) -> list[ScoredRecord]: ...
+
+    def count(self) -> int: ...
+
+    def document_points(self, doc_id: str) -> list[ScoredRecord]:
+        """Every point of one document, in chunk order (payload `index`); score 0.0."""
+        ...
+
+    def optimize(self) -> bool: ...
+
+    def flush(self) -> None: ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,163 @@
+"""`EdgeStore`: Qdrant's own engine in-process (qdrant-edge-py), on disk under the index dir.
+
+Dense vectors use cosine distance; the BM25 sparse vector carries our term weights and Qdrant's
+IDF modifier supplies the IDF, computed over the live points at query time, so deletions and
+additions keep IDF exact without re-weighting stored points.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import qdrant_edge as qe
+
+from ctxr.errors import IndexError_
+from ctxr.index.bm25.weights import SparseTerms
+from ctxr.index.filters import AllOf, AnyOf, Condition, PayloadFilter, Range, match_values
+from ctxr.index.store.base import (
+    DENSE_VECTOR,
+    KEYWORD_FIELDS,
+    SCROLL_PAGE,
+    SPARSE_VECTOR,
+    ScoredRecord,
+    StoredPoint,
+)
+
+
+class EdgeStore:
+    def __init__(self, shard: Any, hnsw_ef: int = 256) -> None:
+        self._shard = shard
+        self._params = qe.SearchParams(hnsw_ef=hnsw_ef)
+
+    @classmethod
+    def create(cls, path: Path, dim: int, hnsw_ef: int = 256) -> EdgeStore:
+        config = qe.EdgeConfig(
+            vectors={DENSE_VECTOR: qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine)},
+            sparse_vectors={SPARSE_VECTOR: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
+        )
+        path.mkdir(parents=True, exist_ok=True)
+        try:
+            shard = qe.EdgeShard.create(str(path), config)
+        except Exception as exc:  # the binding raises plain exceptions with Qdrant's message
+            raise IndexError_(
+                f"cannot create the Qdrant shard at {path}: {exc}; "
+                "remove the directory or choose another --index"
+            ) from exc
+        for field in KEYWORD_FIELDS:
+            shard.update(qe.UpdateOperation.create_field_index(field, qe.PayloadSchemaType.Keyword))
+        return cls(shard, hnsw_ef)
+
+    @classmethod
+    def open(cls, path: Path, hnsw_ef: int = 256) -> EdgeStore:
+        try:
+            shard = qe.EdgeShard.load(str(path))
+        except Exception as exc:
+            if "WouldBlock" in str(exc):
+                # Qdrant's write-ahead log is locked: the shard is healthy but open elsewhere.
+                raise IndexError_(
+                    f"the index at {path.parent} is in use by another ctxr process (a running "
+                    "`ctxr index` or `ctxr serve`); wait for it to finish or stop it, then retry"
+                ) from exc
+            raise IndexError_(
+                f"cannot open the Qdrant shard at {path}: {exc}; "
+                "re-index with --rebuild to recreate it"
+            ) from exc
+        return cls(shard, hnsw_ef)
+
+    def upsert(self, points: Sequence[StoredPoint]) -> None:
+        if not points:
+            return
+        edge_points = [
+            qe.Point(
+                p.point_id,
+                {
+                    DENSE_VECTOR: [float(x) for x in p.dense],
+                    SPARSE_VECTOR: qe.SparseVector(p.sparse.indices, p.sparse.values),
+                },
+                p.payload,
+            )
+            for p in points
+        ]
+        self._shard.update(qe.UpdateOperation.upsert_points(edge_points))
+
+    def delete_documents(self, doc_ids: Sequence[str]) -> None:
+        if not doc_ids:
+            return
+        match = qe.FieldCondition("doc_id", match=qe.MatchAny(list(doc_ids)))
+        self._shard.update(qe.UpdateOperation.delete_points_by_filter(qe.Filter(must=[match])))
+
+    def query_dense(
+        self, vector: Sequence[float], limit: int, where: PayloadFilter | None = None
+    ) -> list[ScoredRecord]:
+        query = qe.Query.Nearest([float(x) for x in vector], using=DENSE_VECTOR)
+        return self._query(query, limit, where)
+
+    def query_sparse(
+        self, sparse: SparseTerms, limit: int, where: PayloadFilter | None = None
+    ) -> list[ScoredRecord]:
+        if not sparse.indices:
+            return []  # a query of only stop words matches nothing; Qdrant would reject it
+        vector = qe.SparseVector(sparse.indices, sparse.values)
+        return self._query(qe.Query.Nearest(vector, using=SPARSE_VECTOR), limit, where)
+
+    def _query(self, query: Any, limit: int, where: PayloadFilter | None) -> list[ScoredRecord]:
+        request = qe.QueryRequest(
+            limit=limit,
+            query=query,
+            filter=edge_filter(where),
+            with_payload=True,
+            with_vector=False,
+            params=self._params,
+        )
+        return [
+            ScoredRecord(str(p.id), float(p.score), dict(p.payload or {}))
+            for p in self._shard.query(request)
+        ]
+
+    def count(self) -> int:
+        return int(self._shard.count(qe.CountRequest(exact=True)))
+
+    def document_points(self, doc_id: str) -> list[ScoredRecord]:
+        match = qe.Filter(must=[qe.FieldCondition("doc_id", match=qe.MatchValue(doc_id))])
+        records: list[ScoredRecord] = []
+        offset: Any = None
+        while True:
+            request = qe.ScrollRequest(
+                offset=offset, limit=SCROLL_PAGE, filter=match, with_payload=True, with_vector=False
+            )
+            page, offset = self._shard.scroll(request)
+            records.extend(ScoredRecord(str(p.id), 0.0, dict(p.payload or {})) for p in page)
+            if offset is None:
+                break
+        return sorted(records, key=lambda r: int(r.payload.get("index", 0)))
+
+    def optimize(self) -> bool:
+        return bool(self._shard.optimize())
+
+    def flush(self) -> None:
+        self._shard.flush()
+
+    def close(self) -> None:
+        self._shard.close()
+
+
+def edge_filter(spec: PayloadFilter | None) -> Any:
+    """The parsed filter as a qdrant-edge `Filter` (None for no filter)."""
+    if spec is None:
+        return None
+    import qdrant_edge as qe
+
+    def condition(c: Condition) -> Any:
+        if isinstance(c, AllOf):
+            return qe.Filter(must=[condition(x) for x in c.conditions])
+        if isinstance(c, AnyOf):
+            return qe.Filter(should=[condition(x) for x in c.conditions])
+        if isinstance(c, Range):
+            return qe.FieldCondition(c.key, range=qe.RangeFloat(c.gte, c.gt, c.lte, c.lt))
+        if len(c.values) == 1:
+            return qe.FieldCondition(c.key, match=qe.MatchValue(c.values[0]))
+        return qe.FieldCondition(c.key, match=qe.MatchAny(match_values(c)))
+
+    return condition(spec)

@@ -1,0 +1,97 @@
+"""Which store an index lives in: the embedded qdrant-edge shard under the index directory, or a
+Qdrant server or cluster when `CTXR_QDRANT_URL` is set. The manifest stays a local file beside
+them in both cases."""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ctxr.config import Settings
+from ctxr.errors import ConfigError
+from ctxr.index.store.base import Store
+from ctxr.index.store.edge import EdgeStore
+
+if TYPE_CHECKING:
+    from ctxr.index.store.server import QdrantServerStore
+
+
+SHARD_DIR = "qdrant"
+
+
+def shard_path(index_dir: Path) -> Path:
+    return index_dir / SHARD_DIR
+
+
+def open_store(settings: Settings, index_dir: Path, dim: int | None = None) -> Store:
+    """The index's existing store; `dim` (the manifest's) is checked where the backend can."""
+    if settings.qdrant_url:
+        return _server(settings, "open", dim)
+    return EdgeStore.open(shard_path(index_dir), settings.hnsw_ef)
+
+
+def create_store(settings: Settings, index_dir: Path, dim: int) -> Store:
+    if settings.qdrant_url:
+        index_dir.mkdir(parents=True, exist_ok=True)  # the manifest still lives here
+        return _server(settings, "create", dim)
+    return EdgeStore.create(shard_path(index_dir), dim, settings.hnsw_ef)
+
+
+def drop_store(settings: Settings, index_dir: Path) -> None:
+    """Delete the index's points for good (`--rebuild`): the shard dir or the collection."""
+    if not settings.qdrant_url:
+        shutil.rmtree(shard_path(index_dir), ignore_errors=True)
+        return
+    _require_qdrant_client()
+    from ctxr.index.store.server import QdrantServerStore, connect, redact
+
+    client = connect(settings.qdrant_url, _api_key(settings))
+    try:
+        QdrantServerStore.drop(client, settings.qdrant_collection, redact(settings.qdrant_url))
+    finally:
+        client.close()
+
+
+def _server(settings: Settings, how: str, dim: int | None) -> QdrantServerStore:
+    assert settings.qdrant_url
+    _require_qdrant_client()
+    from ctxr.index.store.server import QdrantServerStore, connect, redact
+
+    key = _api_key(settings)
+    client = connect(settings.qdrant_url, key)
+    where = redact(settings.qdrant_url)
+    name = settings.qdrant_collection
+    try:
+        if how == "create":
+            assert dim is not None
+            return QdrantServerStore.create(
+                client,
+                name,
+                dim,
+                shards=settings.qdrant_shards,
+                replicas=settings.qdrant_replicas,
+                where=where,
+                hnsw_ef=settings.hnsw_ef,
+                secret=key,
+            )
+        return QdrantServerStore.open(
+            client, name, dim, where=where, hnsw_ef=settings.hnsw_ef, secret=key
+        )
+    except BaseException:
+        client.close()
+        raise
+
+
+def _require_qdrant_client() -> None:
+    if importlib.util.find_spec("qdrant_client") is None:  # it comes with the `server` extra
+        raise ConfigError(
+            "CTXR_QDRANT_URL is set but qdrant-client is not installed; "
+            "pip install 'ctxr[server]', or unset CTXR_QDRANT_URL for the embedded index"
+        )
+
+
+def _api_key(settings: Settings) -> str | None:
+    key = settings.qdrant_api_key
+    return key.get_secret_value() if key is not None else None

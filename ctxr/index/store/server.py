@@ -1,0 +1,319 @@
+"""`QdrantServerStore`: the same collection schema as `EdgeStore`, on a Qdrant server or cluster.
+
+Talks to Qdrant through `qdrant-client` (the `server` extra). The collection holds one point
+per chunk: the named dense vector `dense` (cosine), the sparse vector `bm25` with Qdrant's IDF
+modifier, the payload `writer.py` writes, and keyword indexes on `doc_id` and `source`. Writes
+wait for the server's acknowledgement, so `flush()` has nothing left to do and the manifest
+(a local file, as with the edge backend) never claims more than the server holds. A server
+builds its HNSW index by itself, so `optimize()` does nothing and says so by returning False.
+
+`connect` also accepts a `file:` URL, which opens qdrant-client's local mode on disk: the same
+code path without a server, brute force in Python, for tests and small trials only.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from qdrant_client import QdrantClient, models
+from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
+
+from ctxr.errors import ConfigError, IndexError_, IndexMismatchError, IndexNotFoundError
+from ctxr.index.bm25.weights import SparseTerms
+from ctxr.index.filters import AllOf, AnyOf, Condition, PayloadFilter, Range, match_values
+from ctxr.index.store.base import (
+    DENSE_VECTOR,
+    KEYWORD_FIELDS,
+    SCROLL_PAGE,
+    SPARSE_VECTOR,
+    ScoredRecord,
+    StoredPoint,
+)
+
+UPSERT_BATCH = 256  # points per request: keeps request bodies well under a server's limits
+
+# qdrant-client's local mode (file: URLs, tests) says it has no payload indexes and ignores
+# `hnsw_ef`: both true, and beside the point there, since it searches exhaustively.
+warnings.filterwarnings("ignore", message="Payload indexes have no effect in the local Qdrant")
+warnings.filterwarnings("ignore", message="Local mode performs exact")
+
+
+def redact(url: str) -> str:
+    """The URL without any user:password part, fit for messages."""
+    parts = urlsplit(url)
+    if parts.password is None and parts.username is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def connect(url: str, api_key: str | None = None, timeout: int = 60) -> QdrantClient:
+    """A client for `url`: http(s) for a server, `file:` for qdrant-client's local mode."""
+    parts = urlsplit(url)
+    if parts.scheme == "file":
+        return QdrantClient(path=parts.path or parts.netloc)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ConfigError(
+            f"CTXR_QDRANT_URL {redact(url)!r} is not an http(s):// URL; "
+            "use e.g. http://localhost:6333 (or unset it for the embedded index)"
+        )
+    # No version probe on construction (qdrant-client >= 1.13): the first real call reports.
+    return QdrantClient(url=url, api_key=api_key, timeout=timeout, check_compatibility=False)
+
+
+@contextmanager
+def _server_errors(where: str, action: str, secret: str | None = None) -> Iterator[None]:
+    """Turn qdrant-client's exceptions into ctxr errors naming the server and the fix."""
+    try:
+        yield
+    except UnexpectedResponse as exc:
+        if exc.status_code in (401, 403):
+            raise IndexError_(
+                f"the Qdrant server at {where} refused the request ({exc.status_code}) while "
+                f"{action}; set CTXR_QDRANT_API_KEY to the server's API key"
+            ) from None
+        detail = _scrub(exc.content.decode("utf-8", "replace")[:200], secret)
+        raise IndexError_(
+            f"the Qdrant server at {where} answered {exc.status_code} while {action}: {detail}; "
+            "check the server's log and CTXR_QDRANT_* settings"
+        ) from None
+    except ResponseHandlingException as exc:
+        raise IndexError_(
+            f"cannot reach the Qdrant server at {where} while {action} "
+            f"({type(exc.source).__name__}: {_scrub(str(exc.source), secret)}); start it "
+            "(docker run -p 6333:6333 qdrant/qdrant) or fix CTXR_QDRANT_URL"
+        ) from None
+
+
+def _scrub(text: str, secret: str | None) -> str:
+    return text.replace(secret, "***") if secret else text
+
+
+class QdrantServerStore:
+    def __init__(
+        self,
+        client: QdrantClient,
+        collection: str,
+        *,
+        where: str = "qdrant-client",
+        hnsw_ef: int = 256,
+        owns_client: bool = True,
+        secret: str | None = None,
+    ) -> None:
+        self._client = client
+        self._collection = collection
+        self._where = where
+        self._params = models.SearchParams(hnsw_ef=hnsw_ef)
+        self._owns_client = owns_client
+        self._secret = secret
+
+    @classmethod
+    def create(
+        cls,
+        client: QdrantClient,
+        collection: str,
+        dim: int,
+        *,
+        shards: int = 1,
+        replicas: int = 1,
+        where: str = "qdrant-client",
+        hnsw_ef: int = 256,
+        owns_client: bool = True,
+        secret: str | None = None,
+    ) -> QdrantServerStore:
+        """Create the collection; an existing one is never replaced here (see `drop`)."""
+        store = cls(
+            client, collection, where=where, hnsw_ef=hnsw_ef, owns_client=owns_client, secret=secret
+        )
+        with store._errors("creating the collection"):
+            if client.collection_exists(collection):
+                raise IndexError_(
+                    f"collection {collection!r} already exists on {store._where} but this index "
+                    "directory has no manifest for it; re-index with --rebuild to replace it, or "
+                    "set CTXR_QDRANT_COLLECTION to another name"
+                )
+            client.create_collection(
+                collection,
+                vectors_config={
+                    DENSE_VECTOR: models.VectorParams(size=dim, distance=models.Distance.COSINE)
+                },
+                sparse_vectors_config={
+                    SPARSE_VECTOR: models.SparseVectorParams(modifier=models.Modifier.IDF)
+                },
+                shard_number=shards,
+                replication_factor=replicas,
+            )
+            for field in KEYWORD_FIELDS:
+                client.create_payload_index(
+                    collection, field, models.PayloadSchemaType.KEYWORD, wait=True
+                )
+        return store
+
+    @classmethod
+    def open(
+        cls,
+        client: QdrantClient,
+        collection: str,
+        dim: int | None = None,
+        *,
+        where: str = "qdrant-client",
+        hnsw_ef: int = 256,
+        owns_client: bool = True,
+        secret: str | None = None,
+    ) -> QdrantServerStore:
+        """Open an existing collection, checking it has ctxr's schema (and `dim`, if given)."""
+        store = cls(
+            client, collection, where=where, hnsw_ef=hnsw_ef, owns_client=owns_client, secret=secret
+        )
+        with store._errors("opening the collection"):
+            if not client.collection_exists(collection):
+                raise IndexNotFoundError(
+                    f"collection {collection!r} does not exist on {store._where}; re-index with "
+                    "--rebuild to recreate it, or fix CTXR_QDRANT_URL / CTXR_QDRANT_COLLECTION"
+                )
+            params = client.get_collection(collection).config.params
+        store._check_schema(params, dim)
+        return store
+
+    @staticmethod
+    def drop(client: QdrantClient, collection: str, where: str = "qdrant-client") -> None:
+        """Delete the collection if it exists (the `--rebuild` path)."""
+        with _server_errors(where, "deleting the collection"):
+            if client.collection_exists(collection):
+                client.delete_collection(collection)
+
+    def _check_schema(self, params: models.CollectionParams, dim: int | None) -> None:
+        vectors = params.vectors if isinstance(params.vectors, dict) else {}
+        sparse = params.sparse_vectors or {}
+        dense = vectors.get(DENSE_VECTOR)
+        bm25 = sparse.get(SPARSE_VECTOR)
+        fix = "re-index with --rebuild, or set CTXR_QDRANT_COLLECTION to another name"
+        if dense is None or bm25 is None or bm25.modifier != models.Modifier.IDF:
+            raise IndexMismatchError(
+                f"collection {self._collection!r} on {self._where} was not made by ctxr (it needs "
+                f"a dense vector {DENSE_VECTOR!r} and a sparse vector {SPARSE_VECTOR!r} with the "
+                f"IDF modifier); {fix}"
+            )
+        if dim is not None and dense.size != dim:
+            raise IndexMismatchError(
+                f"collection {self._collection!r} on {self._where} holds {dense.size}-dimensional "
+                f"vectors but this index's embedder makes {dim}; {fix}"
+            )
+
+    def _errors(self, action: str) -> AbstractContextManager[None]:
+        return _server_errors(self._where, f"{action} {self._collection!r}", self._secret)
+
+    def upsert(self, points: Sequence[StoredPoint]) -> None:
+        with self._errors("writing to"):
+            for start in range(0, len(points), UPSERT_BATCH):
+                batch = [
+                    models.PointStruct(
+                        id=p.point_id,
+                        vector={
+                            DENSE_VECTOR: [float(x) for x in p.dense],
+                            SPARSE_VECTOR: models.SparseVector(
+                                indices=list(p.sparse.indices), values=list(p.sparse.values)
+                            ),
+                        },
+                        payload=p.payload,
+                    )
+                    for p in points[start : start + UPSERT_BATCH]
+                ]
+                self._client.upsert(self._collection, batch, wait=True)
+
+    def delete_documents(self, doc_ids: Sequence[str]) -> None:
+        if not doc_ids:
+            return
+        match = models.FieldCondition(key="doc_id", match=models.MatchAny(any=list(doc_ids)))
+        selector = models.FilterSelector(filter=models.Filter(must=[match]))
+        with self._errors("deleting from"):
+            self._client.delete(self._collection, selector, wait=True)
+
+    def query_dense(
+        self, vector: Sequence[float], limit: int, where: PayloadFilter | None = None
+    ) -> list[ScoredRecord]:
+        return self._query([float(x) for x in vector], DENSE_VECTOR, limit, where)
+
+    def query_sparse(
+        self, sparse: SparseTerms, limit: int, where: PayloadFilter | None = None
+    ) -> list[ScoredRecord]:
+        if not sparse.indices:
+            return []  # a query of only stop words matches nothing; Qdrant would reject it
+        vector = models.SparseVector(indices=list(sparse.indices), values=list(sparse.values))
+        return self._query(vector, SPARSE_VECTOR, limit, where)
+
+    def _query(
+        self, query: Any, using: str, limit: int, where: PayloadFilter | None
+    ) -> list[ScoredRecord]:
+        with self._errors("searching"):
+            response = self._client.query_points(
+                self._collection,
+                query=query,
+                using=using,
+                query_filter=client_filter(where),
+                limit=limit,
+                with_payload=True,
+                with_vectors=False,
+                search_params=self._params,
+            )
+        return [
+            ScoredRecord(str(p.id), float(p.score), dict(p.payload or {})) for p in response.points
+        ]
+
+    def count(self) -> int:
+        with self._errors("counting"):
+            return int(self._client.count(self._collection, exact=True).count)
+
+    def document_points(self, doc_id: str) -> list[ScoredRecord]:
+        match = models.FieldCondition(key="doc_id", match=models.MatchValue(value=doc_id))
+        records: list[ScoredRecord] = []
+        offset: Any = None
+        with self._errors("reading a document from"):
+            while True:
+                page, offset = self._client.scroll(
+                    self._collection,
+                    scroll_filter=models.Filter(must=[match]),
+                    limit=SCROLL_PAGE,
+                    offset=offset,
+                    with_payload=True,
+                    with_vectors=False,
+                )
+                records.extend(ScoredRecord(str(p.id), 0.0, dict(p.payload or {})) for p in page)
+                if offset is None:
+                    break
+        return sorted(records, key=lambda r: int(r.payload.get("index", 0)))
+
+    def optimize(self) -> bool:
+        return False  # a server optimises (builds HNSW) in the background by itself
+
+    def flush(self) -> None:
+        pass  # every write waited for the server's acknowledgement
+
+    def close(self) -> None:
+        if self._owns_client:
+            self._client.close()
+
+
+def client_filter(spec: PayloadFilter | None) -> models.Filter | None:
+    """The parsed filter as a qdrant-client `models.Filter` (None for no filter)."""
+    if spec is None:
+        return None
+
+    def condition(c: Condition) -> models.Filter | models.FieldCondition:
+        if isinstance(c, AllOf):
+            return models.Filter(must=[condition(x) for x in c.conditions])
+        if isinstance(c, AnyOf):
+            return models.Filter(should=[condition(x) for x in c.conditions])
+        if isinstance(c, Range):
+            bounds = models.Range(gt=c.gt, gte=c.gte, lt=c.lt, lte=c.lte)
+            return models.FieldCondition(key=c.key, range=bounds)
+        if len(c.values) == 1:
+            return models.FieldCondition(key=c.key, match=models.MatchValue(value=c.values[0]))
+        return models.FieldCondition(key=c.key, match=models.MatchAny(any=match_values(c)))
+
+    return models.Filter(must=[condition(x) for x in spec.conditions])

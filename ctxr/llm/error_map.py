@@ -1,0 +1,125 @@
+"""Provider failures mapped onto `ProviderError`, one meaning of "retryable" for every provider.
+
+Helpers shared by the Anthropic and OpenAI adapters: HTTP statuses, dropped connections and
+timeouts, malformed bodies, retry-after headers, and the redaction that keeps keys out of
+messages.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import time
+from collections.abc import Mapping
+from urllib.parse import urlsplit, urlunsplit
+
+from ctxr.errors import ProviderError
+
+
+def parse_retry_after(headers: Mapping[str, str], now: float | None = None) -> float | None:
+    """Seconds to wait from `retry-after-ms`, or `retry-after` as seconds or an HTTP date."""
+    lowered = {k.lower(): v for k, v in headers.items()}
+    millis = lowered.get("retry-after-ms")
+    if millis:
+        try:
+            return max(0.0, float(millis) / 1000.0)
+        except ValueError:
+            pass
+    value = lowered.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+def rate_limit_headers(headers: Mapping[str, str], prefix: str) -> dict[str, str]:
+    """The rate-limit headers the queue's limiter reads, lower-cased."""
+    keep = (prefix, "retry-after")
+    return {k.lower(): v for k, v in headers.items() if k.lower().startswith(keep)}
+
+
+def redact(text: str, secret: str | None) -> str:
+    """`text` with any occurrence of the key removed: messages end up in logs and ledgers."""
+    if secret and len(secret) >= 4:
+        return text.replace(secret, "[redacted]")
+    return text
+
+
+def safe_url(url: object) -> str:
+    """A base URL for messages, without any user:password part."""
+    parts = urlsplit(str(url))
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def status_error(
+    *,
+    name: str,
+    key_env: str,
+    model: str,
+    status: int,
+    headers: Mapping[str, str],
+    detail: str,
+) -> ProviderError:
+    """Map an HTTP error status to a `ProviderError`: 408, 409, 429 and 5xx (529 included)
+    may succeed later; every other 4xx will fail the same way again."""
+    retry_after = parse_retry_after(headers)
+    if status in (401, 403):
+        # The server's words are left out: some echo a part of the key that was sent.
+        return ProviderError(
+            f"{name} refused the credentials (HTTP {status}); check {key_env}",
+            retryable=False,
+            status=status,
+        )
+    if status == 404:
+        message = f"{name} does not know model {model!r} (HTTP 404): {detail}"
+        return ProviderError(message, retryable=False, status=status)
+    if status == 429:
+        wait = f", retry after {retry_after:g}s" if retry_after is not None else ""
+        message = f"{name} rate limit reached (HTTP 429{wait}): {detail}"
+        return ProviderError(message, retryable=True, retry_after=retry_after, status=status)
+    retryable = status in (408, 409) or status >= 500
+    kind = "overloaded" if status == 529 else "server error" if status >= 500 else "request error"
+    return ProviderError(
+        f"{name} {kind} (HTTP {status}): {detail}",
+        retryable=retryable,
+        retry_after=retry_after if retryable else None,
+        status=status,
+    )
+
+
+def body_message(body: object) -> str | None:
+    """`error.message` from an error body, the same place in both providers' formats."""
+    if isinstance(body, dict):
+        error = body.get("error", body)
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            return str(error["message"])
+    return None
+
+
+def short(text: str, limit: int = 300) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def connection_error(
+    name: str, base_url: str, exc: BaseException, timed_out: bool, secret: str | None
+) -> ProviderError:
+    """A failed connection or a timeout: always worth another try."""
+    what = "timed out" if timed_out else "connection failed"
+    cause = exc.__cause__ or exc
+    detail = short(redact(str(cause) or type(cause).__name__, secret))
+    return ProviderError(f"{name} {what} at {base_url}: {detail}", retryable=True)
+
+
+def malformed(name: str, why: str) -> ProviderError:
+    # Retryable: a proxy or an overloaded server can garble one response; the queue decides
+    # how often to try again.
+    return ProviderError(f"{name} sent a malformed response: {why}", retryable=True)

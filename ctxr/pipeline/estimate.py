@@ -1,0 +1,274 @@
+"""Cost-estimate dry runs: what an enrichment run would cost, computed without calling a model.
+
+Nothing here models the run a second time. The estimate loads and splits with the indexer's own
+functions, skips what the manifest says is unchanged (the indexer's recipe), asks the response
+cache what is already answered (the queue's keys), plans prefixes and windows with
+`plan_prefixes` and the provider's minimum cacheable size, renders every request with the
+provider's own `request_body`, and prices with `PriceTable.cost`, as the ledger does. What it adds
+is the schedule the queue enforces, in arithmetic: per cached prefix the first pending request
+writes the cache and the others read it; below the minimum every token is uncached input;
+OpenAI reads the prefix shared with the first request in 1,024 + 128·n token steps and bills no
+write.
+
+Tokens: exact for OpenAI models (their tiktoken encoding, message framing not counted); for
+Claude a cl100k_base count, which runs low against Claude's own tokenizer (`CLAUDE_UNDERCOUNT`,
+from one comparison, not a measured margin), or `exact=True` to ask Anthropic's free
+`count_tokens` endpoint. Output tokens are an assumption per context.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from ctxr.config import Settings
+from ctxr.enrich.load.documents import load_document
+from ctxr.enrich.load.walk import Skipped, walk
+from ctxr.enrich.situate.contexts import ContextPlan
+from ctxr.enrich.situate.prompt import PROMPT_VERSION, document_part
+from ctxr.enrich.situate.response_cache import ResponseCache, cache_key
+from ctxr.enrich.situate.window import Prefix, plan_prefixes
+from ctxr.errors import LoadError
+from ctxr.index import components
+from ctxr.index.manifest import MANIFEST_NAME, Manifest
+from ctxr.llm.base import SituateRequest, Usage
+from ctxr.llm.clients import PLACEHOLDER_KEY
+from ctxr.llm.pricing import ModelPrice, PriceTable, load_prices
+from ctxr.llm.registry import DEFAULT_MODELS, detect_provider, make_llm
+from ctxr.pipeline.chunking import Chunker, default_chunker
+from ctxr.pipeline.estimate_report import DocumentCost, Estimate, ModelEstimate
+from ctxr.pipeline.estimate_tokens import anthropic_usages, openai_encoding, openai_usage
+from ctxr.pipeline.recipe import document_recipe
+from ctxr.tokens import count_tokens
+from ctxr.types import Chunk, ContextualChunk, Document
+
+# Anthropic's own assumption behind its "$1.02 per million document tokens" (Contextual
+# Retrieval announcement, 2024: 800-token chunks, 8k-token documents, 50-token instruction,
+# "100 tokens of context per chunk"); its guide calls contexts "usually 50-100 tokens". We have
+# no measured run on a real model, so the upper end is the default: an estimate errs high.
+DEFAULT_OUTPUT_TOKENS = 100
+OUTPUT_TOKENS_SOURCE = (
+    "assumed, not measured: Anthropic's figure of 100 context tokens per chunk (its $1.02 per "
+    "million document tokens example; contexts are 'usually 50-100 tokens')"
+)
+# Claude's tokenizer is not public. On anthropic-codebase, Anthropic's reported run billed
+# 3,666,878 prompt tokens; cl100k_base counts 2,795,746 for the same 737 prompts (README,
+# "Estimating cost"): one corpus, one comparison, so a stated bias, not a measured margin.
+CLAUDE_UNDERCOUNT = 0.31
+CONTEXTS_DIR = "contexts"  # the response cache under the index's cache dir (contexts.py)
+
+
+class _Renders(Protocol):
+    def request_body(self, request: SituateRequest) -> dict[str, Any]: ...
+
+
+def default_model(settings: Settings) -> str:
+    """The model a real run would use; Anthropic's default when no provider is configured."""
+    if settings.llm_model:
+        return settings.llm_model
+    env = dict(os.environ)
+    if settings.llm_provider:
+        env["CTXR_LLM_PROVIDER"] = settings.llm_provider
+    return DEFAULT_MODELS[detect_provider(env) or "anthropic"]
+
+
+def estimate_paths(paths: Sequence[str | Path], settings: Settings, **options: Any) -> Estimate:
+    """Estimate indexing files and folders, loaded exactly as `build_index` loads them."""
+    documents: list[Document] = []
+    skipped: list[Skipped] = []
+    failed: list[tuple[str, str]] = []
+    seen = 0
+    for item in walk(paths, settings.max_file_bytes):
+        if isinstance(item, Skipped):
+            skipped.append(item)
+            continue
+        seen += 1
+        try:
+            documents.append(load_document(item))
+        except LoadError as exc:
+            failed.append((exc.path, exc.reason))
+    result = estimate_documents(documents, settings, **options)
+    result.files_seen, result.skipped, result.failed = seen, skipped, failed
+    return result
+
+
+def estimate_documents(
+    documents: Sequence[Document],
+    settings: Settings,
+    *,
+    models: Sequence[str] | None = None,
+    output_tokens: int | None = None,
+    exact: bool = False,
+    chunker: Chunker | None = None,
+    chunker_name: str = "split",
+    ignore_manifest: bool = False,
+    embedder_name: str | None = None,
+) -> Estimate:
+    """Estimate situating `documents` with each of `models` (default: the configured one;
+    an empty list estimates the documents and embeddings only). Writes nothing."""
+    prices = load_prices(settings.prices_file)
+    chosen = [default_model(settings)] if models is None else list(dict.fromkeys(models))
+    for model in chosen:
+        prices.get(model)  # an unknown model fails before any work, saying how to add a price
+    out = DEFAULT_OUTPUT_TOKENS if output_tokens is None else output_tokens
+    source = OUTPUT_TOKENS_SOURCE if output_tokens is None else "given (--output-tokens)"
+    embedder = embedder_name or components.make_embedder(settings).name
+    result = Estimate(out, source, embedder, prices.prices_read, len(documents), len(documents))
+    index_dir = Path(settings.index_dir)
+    manifest = None
+    if not ignore_manifest and (index_dir / MANIFEST_NAME).exists():
+        manifest = Manifest.load(index_dir)
+    cache_path = components.cache_dir(settings) / CONTEXTS_DIR
+    cache = ResponseCache(cache_path) if cache_path.is_dir() else None  # never create one
+    split = chunker or default_chunker(settings)
+    chunks = functools.cache(lambda doc_id: split(by_id[doc_id]))
+    by_id = {d.doc_id: d for d in documents}
+    result.notes.extend(_notes(chosen, prices, exact))
+    try:
+        for model in chosen:
+            price = prices.get(model)
+            plan = ContextPlan("llm", price.provider, model)
+            recipe = document_recipe(settings, plan, chunker_name)
+            todo = [d for d in documents if _changed(manifest, d, recipe)]
+            pairs = [(d, chunks(d.doc_id)) for d in todo]
+            estimate = _estimate_model(pairs, settings, price, model, out, cache, exact)
+            estimate.documents_unchanged = len(documents) - len(todo)
+            _embedding(estimate, pairs, settings, out, embedder)
+            result.models.append(estimate)
+    finally:
+        if cache is not None:
+            cache.close()
+    return result
+
+
+def _notes(models: list[str], prices: PriceTable, exact: bool) -> list[str]:
+    providers = {prices.get(m).provider for m in models}
+    notes = []
+    if not models:
+        notes.append("no LLM writes contexts in this run (outline or none): no LLM cost")
+    if "anthropic" in providers and not exact:
+        notes.append(
+            "Claude tokens are tiktoken cl100k_base counts; Claude's tokenizer differs (on "
+            f"anthropic-codebase Anthropic's reported run billed {CLAUDE_UNDERCOUNT:.0%} more "
+            "prompt tokens than cl100k counts; not measured on your corpus); --exact asks "
+            "Anthropic's free count_tokens endpoint"
+        )
+    if "openai" in providers:
+        notes.append(
+            "OpenAI tokens are exact for the prompt text; the chat framing (about 7 tokens a "
+            "request) is not counted. Cached tokens follow automatic prefix caching (1,024 + "
+            "128n tokens shared with the prefix's first request)"
+        )
+    notes.append(
+        "batch totals apply the Batch API discount to the same tokens; in a batch, cache hits "
+        "are best effort and the one-write-per-prefix order is not enforced"
+    )
+    return notes
+
+
+def _changed(manifest: Manifest | None, document: Document, recipe: str) -> bool:
+    return manifest is None or not manifest.is_current(document.doc_id, document.sha256, recipe)
+
+
+def _estimate_model(
+    pairs: list[tuple[Document, list[Chunk]]],
+    settings: Settings,
+    price: ModelPrice,
+    model: str,
+    out: int,
+    cache: ResponseCache | None,
+    exact: bool,
+) -> ModelEstimate:
+    provider = price.provider
+    # The request bodies come from the provider class itself; no request is ever sent.
+    llm = make_llm(provider, model, api_key=PLACEHOLDER_KEY)
+    renders: _Renders = llm  # type: ignore[assignment]  # both providers expose request_body
+    if provider == "openai":
+        encoding, known = openai_encoding(model)
+        note = "exact (tiktoken)" if known else "estimate (model unknown to tiktoken)"
+    else:
+        encoding, known = "cl100k_base", False
+        note = f"estimate: cl100k_base, may be ~{CLAUDE_UNDERCOUNT:.0%} low"
+    result = ModelEstimate(model, provider, encoding, known, note, llm.min_cacheable_tokens, price)
+    prefixes = plan_prefixes(
+        pairs,
+        max_tokens=settings.max_document_tokens,
+        count_tokens=functools.partial(count_tokens, encoding=settings.encoding),
+        render_document=document_part,
+        min_cacheable_tokens=llm.min_cacheable_tokens,
+    )
+    accounts: dict[str, DocumentCost] = {}
+    for document, chunks in pairs:
+        accounts[document.doc_id] = DocumentCost(
+            document.source, document_tokens=count_tokens(document.text, encoding)
+        )
+        result.chunks += len(chunks)
+    work: list[tuple[Prefix, list[dict[str, Any]]]] = []
+    for prefix in prefixes:
+        pending = [c for c in prefix.window.chunks if not _answered(cache, llm, prefix, c)]
+        result.chunks_answered += len(prefix.window.chunks) - len(pending)
+        if pending:
+            bodies = [renders.request_body(_request(prefix, c)) for c in pending]
+            work.append((prefix, bodies))
+    if provider == "openai":
+        usages = [openai_usage(p, bodies, encoding) for p, bodies in work]
+    else:
+        usages = anthropic_usages(work, encoding, model if exact else None)
+        if exact:
+            result.tokens_exact, result.token_note = True, "exact (Anthropic count_tokens)"
+    for (prefix, bodies), usage in zip(work, usages, strict=True):
+        usage = usage + Usage(output_tokens=out * len(bodies))
+        account = accounts[prefix.document.doc_id]
+        account.chunks += len(bodies)
+        account.requests += len(bodies)
+        account.prefixes += 1
+        account.cached = account.cached and prefix.cache
+        account.usage = account.usage + usage
+        result.requests += len(bodies)
+        result.prefixes += 1
+        result.cached_prefixes += int(prefix.cache)
+        result.usage = result.usage + usage
+    for account in accounts.values():
+        account.dollars = price.cost(account.usage)
+    result.documents = list(accounts.values())
+    return result
+
+
+def _request(prefix: Prefix, chunk: Chunk) -> SituateRequest:
+    # Always marked: the marker shows where the cacheable prefix ends; `prefix.cache` decides
+    # below whether it is billed as cached (a request below the minimum carries none).
+    return SituateRequest(prefix.window.text, chunk.text, chunk.heading_path, True)
+
+
+def _answered(cache: ResponseCache | None, llm: Any, prefix: Prefix, chunk: Chunk) -> bool:
+    if cache is None:
+        return False
+    key = cache_key(
+        provider=llm.provider,
+        model=llm.model,
+        prompt_version=PROMPT_VERSION,
+        document_sha256=prefix.document.sha256,
+        chunk_text=chunk.text,
+        heading_path=chunk.heading_path,
+    )
+    return cache.get(key) is not None
+
+
+def _embedding(
+    estimate: ModelEstimate,
+    pairs: list[tuple[Document, list[Chunk]]],
+    settings: Settings,
+    out: int,
+    embedder: str,
+) -> None:
+    """Every chunk of a document to (re)index is embedded with its context (`out` tokens)."""
+    count: Callable[[str], int] = functools.partial(count_tokens, encoding=settings.encoding)
+    for _, chunks in pairs:
+        for chunk in chunks:
+            bare = ContextualChunk(chunk, "", "llm").indexed_text()
+            estimate.embedding_tokens += count(bare) + out + 1  # + the "\n\n" separator
+    # The local ONNX embedder is free; no HTTP embedder is priced yet.
+    estimate.embedding_dollars = 0.0 if embedder.startswith(("onnx:", "fake:")) else None

@@ -1,0 +1,157 @@
+"""How the requests of a cost estimate are counted, per provider (see `estimate.py`).
+
+- OpenAI: every request's prompt is tokenized in full with the model's tiktoken encoding (exact;
+  message framing, about 7 tokens per request, is not counted). Automatic prefix caching reads
+  what a request shares with the prefix's first, completed request, in 1,024 + 128·n token
+  steps; no write surcharge.
+- Anthropic: the parts up to the `cache_control` marker are the cached prefix, the rest plain
+  input. Counted with tiktoken's cl100k_base (an estimate: Claude's tokenizer differs), or asked
+  of Anthropic's free `count_tokens` endpoint. Per prefix the first request writes the prefix,
+  the others read it; below the minimum every request sends it as plain input.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import tiktoken.model
+
+from ctxr.enrich.situate.window import Prefix
+from ctxr.errors import ConfigError, ProviderError
+from ctxr.llm.base import Usage
+from ctxr.llm.clients import PLACEHOLDER_KEY
+from ctxr.tokens import count_tokens, get_encoding
+
+if TYPE_CHECKING:
+    from anthropic.types import TextBlockParam
+
+OPENAI_CACHE_MIN, OPENAI_CACHE_STEP = 1024, 128
+# The fake server's rule (tests/fakes/llm_wire.py) for models tiktoken does not know.
+_O200K = ("gpt-4o", "gpt-4.1", "gpt-5", "o1", "o3", "o4")
+# Chunk parts per count_tokens call; the sums are all the estimate needs.
+COUNT_BATCH = 64
+
+
+def openai_encoding(model: str) -> tuple[str, bool]:
+    """The model's tiktoken encoding, and whether tiktoken itself knows the model."""
+    try:
+        return tiktoken.model.encoding_name_for_model(model), True
+    except KeyError:
+        return ("o200k_base" if model.startswith(_O200K) else "cl100k_base"), False
+
+
+def openai_cached(shared_tokens: int) -> int:
+    """OpenAI's automatic prefix caching: 0 below 1,024 shared tokens, else 1,024 + 128·n."""
+    if shared_tokens < OPENAI_CACHE_MIN:
+        return 0
+    return shared_tokens - (shared_tokens - OPENAI_CACHE_MIN) % OPENAI_CACHE_STEP
+
+
+def message_texts(body: dict[str, Any]) -> list[tuple[str, bool]]:
+    """A request body's text parts in order, each with whether it carries a cache marker."""
+    parts: list[tuple[str, bool]] = []
+    system = body.get("system")
+    if isinstance(system, str):
+        parts.append((system, False))
+    for message in body["messages"]:
+        content = message["content"]
+        if isinstance(content, str):
+            parts.append((content, False))
+            continue
+        for block in content:
+            parts.append((str(block.get("text", "")), "cache_control" in block))
+    return parts
+
+
+def openai_usage(prefix: Prefix, bodies: list[dict[str, Any]], encoding: str) -> Usage:
+    """The first request reads nothing; each later one reads what it shares with the first,
+    in OpenAI's steps, when the prefix is cacheable."""
+    enc = get_encoding(encoding)
+    ids: list[np.ndarray[Any, np.dtype[np.uint32]]] = []
+    for body in bodies:
+        texts = [t for t, _ in message_texts(body)]
+        ids.append(np.concatenate([np.array(enc.encode_ordinary(t), np.uint32) for t in texts]))
+    first, total, read = ids[0], 0, 0
+    for k, tokens in enumerate(ids):
+        total += len(tokens)
+        if k and prefix.cache:
+            n = min(len(first), len(tokens))
+            differ = np.flatnonzero(first[:n] != tokens[:n])
+            read += openai_cached(int(differ[0]) if len(differ) else n)
+    return Usage(input_tokens=total - read, cache_read_tokens=read)
+
+
+def _split_at_marker(body: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """The texts up to and including the last cache marker (the prefix), and the rest."""
+    parts = message_texts(body)
+    last = max((i for i, (_, marked) in enumerate(parts) if marked), default=-1)
+    return [t for t, _ in parts[: last + 1]], [t for t, _ in parts[last + 1 :]]
+
+
+def anthropic_usages(
+    work: list[tuple[Prefix, list[dict[str, Any]]]], encoding: str, exact_model: str | None
+) -> list[Usage]:
+    """Per prefix: the first request writes the prefix, the others read it; below the minimum
+    every request sends it as plain input. Counted locally, or by `count_tokens` when
+    `exact_model` is given (then each request also pays the message framing as input)."""
+    heads = [_split_at_marker(bodies[0])[0] for _, bodies in work]
+    rests = [[t for body in bodies for t in _split_at_marker(body)[1]] for _, bodies in work]
+    framing = 0
+    if exact_model is None:
+        head_tokens = [sum(count_tokens(t, encoding) for t in head) for head in heads]
+        rest_tokens = [sum(count_tokens(t, encoding) for t in rest) for rest in rests]
+    else:
+        batches = [
+            rest[i : i + COUNT_BATCH] for rest in rests for i in range(0, len(rest), COUNT_BATCH)
+        ]
+        counted = count_remote([["."], *heads, *batches], exact_model)
+        framing = max(0, counted[0] - 1)  # "." is one token: the rest is the message frame
+        head_tokens = [n - framing for n in counted[1 : 1 + len(heads)]]
+        sums = iter(n - framing for n in counted[1 + len(heads) :])
+        rest_tokens = [sum(next(sums) for _ in range(0, len(r), COUNT_BATCH)) for r in rests]
+    usages = []
+    for (prefix, bodies), head, rest in zip(work, head_tokens, rest_tokens, strict=True):
+        n = len(bodies)
+        if prefix.cache:
+            usage = Usage(rest + framing * n, head, head * (n - 1))
+        else:
+            usage = Usage(input_tokens=head * n + rest + framing * n)
+        usages.append(usage)
+    return usages
+
+
+def count_remote(messages: list[list[str]], model: str) -> list[int]:
+    """Input tokens of each user message (a list of text blocks), from Anthropic's free
+    `POST /v1/messages/count_tokens`, through the SDK; ANTHROPIC_BASE_URL is honoured."""
+    import anthropic
+
+    key = os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN")
+    if not key and not os.environ.get("ANTHROPIC_BASE_URL"):
+        raise ConfigError(
+            "--exact asks Anthropic's count_tokens endpoint: set ANTHROPIC_API_KEY (or "
+            "ANTHROPIC_BASE_URL for a compatible server), or leave --exact out"
+        )
+
+    async def run() -> list[int]:
+        client = anthropic.AsyncAnthropic(api_key=None if key else PLACEHOLDER_KEY)
+        slots = asyncio.Semaphore(8)
+
+        async def one(texts: list[str]) -> int:
+            blocks: list[TextBlockParam] = [{"type": "text", "text": t} for t in texts]
+            async with slots:
+                counted = await client.messages.count_tokens(
+                    model=model, messages=[{"role": "user", "content": blocks}]
+                )
+            return counted.input_tokens
+
+        try:
+            return list(await asyncio.gather(*(one(m) for m in messages)))
+        except anthropic.APIError as exc:
+            raise ProviderError(f"Anthropic count_tokens failed: {exc}", retryable=False) from exc
+        finally:
+            await client.close()
+
+    return asyncio.run(run())

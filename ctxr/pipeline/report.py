@@ -1,0 +1,32 @@
+"""What an indexing run reports: counts, skips, failures, notices and the LLM ledger's summary."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from ctxr.enrich.load.walk import Skipped
+
+
+@dataclass(slots=True)
+class IndexReport:
+    index_dir: str
+    context_kind: str
+    files_seen: int = 0
+    documents_indexed: int = 0
+    documents_unchanged: int = 0
+    documents_removed: int = 0
+    chunks_written: int = 0
+    chunks_truncated: int = 0
+    points_total: int = 0
+    skipped: list[Skipped] = field(default_factory=list)
+    failed: list[tuple[str, str]] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)
+    contexts: dict[str, object] | None = None  # the LLM ledger's summary, when one ran
+    seconds: float = 0.0
+    optimize_seconds: float = 0.0  # building the HNSW index after the run (0 when skipped)
+
+    def to_json(self) -> dict[str, object]:
+        body = asdict(self)
+        body["skipped"] = [{"path": s.path, "reason": s.reason} for s in self.skipped]
+        body["failed"] = [{"path": path, "reason": reason} for path, reason in self.failed]
+        return body

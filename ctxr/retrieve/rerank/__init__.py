@@ -1,0 +1,3 @@
+"""Rerankers: the protocol and shared scoring helpers (`base`), the choice by name
+(`registry`), and one module per kind (`llm`, `http`, `cross_encoder`).
+"""
