@@ -60,8 +60,9 @@ from ctxr.errors import ProviderError
 from ctxr.eval.datasets import default_data_dir, load_anthropic_codebase
 from ctxr.eval.runner import given_chunker, to_documents
 from ctxr.llm.base import LLM, SituateRequest
+from ctxr.llm.cache_minimums import min_cacheable_tokens
 from ctxr.llm.ratelimit import RateLimiter, RateLimits
-from ctxr.llm.registry import make_llm, min_cacheable_tokens
+from ctxr.llm.registry import make_llm
 from ctxr.tokens import count_tokens
 from ctxr.types import Chunk, Document
 

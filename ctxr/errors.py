@@ -70,11 +70,15 @@ class ProviderError(CtxrError):
         retryable: bool,
         retry_after: float | None = None,
         status: int | None = None,
+        timed_out: bool = False,
+        connection: bool = False,
     ) -> None:
         super().__init__(message)
         self.retryable = retryable
         self.retry_after = retry_after
         self.status = status
+        self.timed_out = timed_out  # no answer within the client's timeout
+        self.connection = connection  # the connection failed or timed out (no HTTP status)
 
 
 class RerankError(CtxrError):

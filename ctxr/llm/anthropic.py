@@ -1,30 +1,31 @@
-"""`AnthropicLLM`: situates chunks with Claude through the Messages API and its prompt cache.
+"""`AnthropicLLM`: completions from Claude through the Messages API and its prompt cache.
 
-The document goes in its own content block carrying the `cache_control` breakpoint, and the
-chunk part follows in a second block, so every chunk of a document reads the one cached prefix.
-The SDK's own retries are off (`max_retries=0`): the queue retries, with one policy for every
-provider, and must see each failure to adapt its rate limit.
+The prefix (a document) goes in its own content block carrying the `cache_control` breakpoint,
+and the instruction follows in a second block, so every request with that prefix reads the one
+cached copy. A JSON schema becomes forced tool use (one tool, `tool_choice` naming it): the
+tool call's input is the answer. The SDK's own retries are off (`max_retries=0`): callers
+retry, with one policy for every provider, and must see each failure to adapt their limits.
 """
 
 from __future__ import annotations
 
-import os
+import json
 from typing import Any
 
 import anthropic
 from anthropic.types import Message, TextBlockParam
 
-from ctxr.enrich.situate.prompt import chunk_part, document_part
 from ctxr.errors import ProviderError
-from ctxr.llm import clients, error_map, registry
-from ctxr.llm.base import Completion, SituateRequest, Usage
+from ctxr.llm import cache_minimums, clients, error_map
+from ctxr.llm.base import Completion, CompletionRequest, Usage
 
 KEY_ENV = "ANTHROPIC_API_KEY"
+ANSWER_TOOL = "answer"  # the one tool a schema-bound request must call
 _NAME = "Anthropic"
 
 
 class AnthropicLLM:
-    """A context writer on Claude; satisfies `ctxr.llm.base.LLM` structurally."""
+    """Satisfies `ctxr.llm.base.LLM` (or, made with `sync=True`, `SyncLLM`) structurally."""
 
     def __init__(
         self,
@@ -33,21 +34,27 @@ class AnthropicLLM:
         base_url: str | None = None,
         timeout: float = 60.0,
         max_output_tokens: int = 200,
+        *,
+        sync: bool = False,
     ) -> None:
         self._model = model
         self._max_output_tokens = max_output_tokens
-        # None lets the SDK read ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) and
-        # ANTHROPIC_BASE_URL itself. Only a base URL with no credential at all (a local
-        # Anthropic-compatible server) gets a placeholder, since the SDK will not send a
-        # request without one; passing a key would stop it reading ANTHROPIC_AUTH_TOKEN.
-        has_credential = bool(
-            api_key or os.environ.get(KEY_ENV) or os.environ.get("ANTHROPIC_AUTH_TOKEN")
-        )
-        if not has_credential and (base_url or os.environ.get("ANTHROPIC_BASE_URL")):
-            api_key = clients.PLACEHOLDER_KEY
-        self._client = anthropic.AsyncAnthropic(
-            api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout
-        )
+        self._async: anthropic.AsyncAnthropic | None = None
+        self._sync: anthropic.Anthropic | None = None
+        if sync:
+            self._sync = clients.anthropic_client(
+                sync=True, api_key=api_key, base_url=base_url, timeout=timeout
+            )
+        else:
+            self._async = clients.anthropic_client(
+                api_key=api_key, base_url=base_url, timeout=timeout
+            )
+
+    @property
+    def _client(self) -> anthropic.Anthropic | anthropic.AsyncAnthropic:
+        client = self._sync or self._async
+        assert client is not None  # __init__ makes exactly one
+        return client
 
     @property
     def provider(self) -> str:
@@ -59,64 +66,104 @@ class AnthropicLLM:
 
     @property
     def min_cacheable_tokens(self) -> int:
-        return registry.min_cacheable_tokens("anthropic", self._model)
+        return cache_minimums.min_cacheable_tokens("anthropic", self._model)
 
     @property
     def base_url(self) -> str:
         return error_map.safe_url(self._client.base_url)
 
-    def request_body(self, request: SituateRequest) -> dict[str, Any]:
-        """The keyword arguments of `messages.create` for `request` (exposed for tests)."""
-        document: TextBlockParam = {"type": "text", "text": document_part(request.document)}
-        if request.cache:
-            # The breakpoint goes on the document block, never on the last block: the SDK's
-            # top-level `cache_control` would mark the chunk and cache every chunk separately.
-            document["cache_control"] = {"type": "ephemeral"}
-        chunk: TextBlockParam = {
-            "type": "text",
-            "text": chunk_part(request.chunk, request.heading_path),
-        }
-        return {
+    def request_body(self, request: CompletionRequest) -> dict[str, Any]:
+        """The keyword arguments of `messages.create` for `request`."""
+        blocks: list[TextBlockParam] = []
+        if request.prefix:
+            prefix: TextBlockParam = {"type": "text", "text": request.prefix}
+            if request.cache:
+                # The breakpoint goes on the prefix block, never on the last block: the SDK's
+                # top-level `cache_control` would mark the instruction and cache every request
+                # separately.
+                prefix["cache_control"] = {"type": "ephemeral"}
+            blocks.append(prefix)
+        blocks.append({"type": "text", "text": request.instruction})
+        body: dict[str, Any] = {
             "model": self._model,
-            "max_tokens": self._max_output_tokens,
-            "messages": [{"role": "user", "content": [document, chunk]}],
+            "max_tokens": request.max_output_tokens or self._max_output_tokens,
+            "messages": [{"role": "user", "content": blocks}],
             # anthropic 2.14's `messages.create` has no `temperature` parameter, but the
-            # Messages API still accepts it in the body; temperature 0 keeps contexts stable
+            # Messages API still accepts it in the body; temperature 0 keeps answers stable
             # across re-runs, so it travels as an extra body field.
             "extra_body": {"temperature": 0},
         }
+        if request.json_schema is not None:
+            body["tools"] = [
+                {
+                    "name": ANSWER_TOOL,
+                    "description": "Give the answer, following the input schema exactly.",
+                    "input_schema": dict(request.json_schema),
+                }
+            ]
+            body["tool_choice"] = {"type": "tool", "name": ANSWER_TOOL}
+        return body
 
-    async def situate(self, request: SituateRequest) -> Completion:
+    async def complete(self, request: CompletionRequest) -> Completion:
+        if self._async is None:
+            raise TypeError("this AnthropicLLM was made with sync=True; call complete_sync")
         try:
-            raw = await self._client.messages.with_raw_response.create(**self.request_body(request))
+            raw = await self._async.messages.with_raw_response.create(**self.request_body(request))
             headers = error_map.rate_limit_headers(raw.headers, "anthropic-ratelimit-")
             message: Message = await raw.parse()
-        except anthropic.APIStatusError as exc:
-            raise self._status_error(exc) from None
-        except anthropic.APIConnectionError as exc:
-            raise self._connection_error(exc) from None
-        except TypeError as exc:
-            # Raised by the SDK before sending when it finds no credential at all.
-            if "authentication" not in str(exc):
+        except Exception as exc:
+            if (error := self._error(exc)) is None:
                 raise
-            raise ProviderError(
+            raise error from None
+        return self._completion(message, headers)
+
+    def complete_sync(self, request: CompletionRequest) -> Completion:
+        if self._sync is None:
+            raise TypeError("this AnthropicLLM was made for async use; call complete")
+        try:
+            raw = self._sync.messages.with_raw_response.create(**self.request_body(request))
+            headers = error_map.rate_limit_headers(raw.headers, "anthropic-ratelimit-")
+            message: Message = raw.parse()
+        except Exception as exc:
+            if (error := self._error(exc)) is None:
+                raise
+            raise error from None
+        return self._completion(message, headers)
+
+    def _error(self, exc: Exception) -> ProviderError | None:
+        """The SDK's failure as a `ProviderError`; None for anything unforeseen (re-raised)."""
+        if isinstance(exc, anthropic.APIStatusError):
+            return self._status_error(exc)
+        if isinstance(exc, anthropic.APIConnectionError):
+            timed_out = isinstance(exc, anthropic.APITimeoutError)
+            secret = self._client.api_key
+            return error_map.connection_error(_NAME, self.base_url, exc, timed_out, secret)
+        if isinstance(exc, TypeError) and "authentication" in str(exc):
+            # Raised by the SDK before sending when it finds no credential at all.
+            return ProviderError(
                 f"{_NAME}: no API key found; set {KEY_ENV} (or ANTHROPIC_BASE_URL for a local "
                 "server)",
                 retryable=False,
-            ) from None
-        except (ValueError, anthropic.APIResponseValidationError) as exc:
-            raise self._malformed(f"undecodable body ({type(exc).__name__})") from None
-        return self._completion(message, headers)
+            )
+        if isinstance(exc, ValueError | anthropic.APIResponseValidationError):
+            return error_map.malformed(_NAME, f"undecodable body ({type(exc).__name__})")
+        return None
 
     def _completion(self, message: Message, headers: dict[str, str]) -> Completion:
         content = getattr(message, "content", None)
         usage = getattr(message, "usage", None)
         if not isinstance(content, list) or usage is None:
-            raise self._malformed("no content or usage in the response")
+            raise error_map.malformed(_NAME, "no content or usage in the response")
         try:
-            text = "".join(
-                block.text for block in content if getattr(block, "type", None) == "text"
-            )
+            tool_inputs = [
+                block.input for block in content if getattr(block, "type", None) == "tool_use"
+            ]
+            if tool_inputs:
+                text = json.dumps(tool_inputs[0], ensure_ascii=False)
+            else:
+                text = "".join(
+                    block.text for block in content if getattr(block, "type", None) == "text"
+                )
             billed = Usage(
                 input_tokens=int(usage.input_tokens or 0),
                 cache_write_tokens=int(usage.cache_creation_input_tokens or 0),
@@ -124,7 +171,8 @@ class AnthropicLLM:
                 output_tokens=int(usage.output_tokens or 0),
             )
         except (AttributeError, TypeError, ValueError) as exc:
-            raise self._malformed(f"unexpected response shape ({type(exc).__name__})") from None
+            why = f"unexpected response shape ({type(exc).__name__})"
+            raise error_map.malformed(_NAME, why) from None
         model = getattr(message, "model", None)
         return Completion(
             text.strip(), billed, model if isinstance(model, str) else self._model, headers
@@ -140,20 +188,13 @@ class AnthropicLLM:
             model=self._model,
             status=exc.status_code,
             headers=exc.response.headers,
-            detail=self._clean(str(detail)),
+            detail=error_map.short(error_map.redact(str(detail), self._client.api_key)),
         )
-
-    def _connection_error(self, exc: anthropic.APIConnectionError) -> ProviderError:
-        timed_out = isinstance(exc, anthropic.APITimeoutError)
-        return error_map.connection_error(
-            _NAME, self.base_url, exc, timed_out, self._client.api_key
-        )
-
-    def _malformed(self, why: str) -> ProviderError:
-        return error_map.malformed(_NAME, why)
-
-    def _clean(self, text: str) -> str:
-        return error_map.short(error_map.redact(text, self._client.api_key))
 
     async def aclose(self) -> None:
-        await self._client.close()
+        if self._async is not None:
+            await self._async.close()
+
+    def close(self) -> None:
+        if self._sync is not None:
+            self._sync.close()

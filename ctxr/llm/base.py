@@ -1,17 +1,23 @@
-"""The contract between the situating queue and the LLM providers.
+"""The contract between ctxr and an LLM provider: one general completion, cached prefix first.
 
-A provider turns one `SituateRequest` (a document held in the provider's prompt cache, and one
-of its chunks) into a `Completion` (the context text and the token usage the provider billed).
-It does no retrying and no rate limiting of its own: the queue owns both, so that one policy
-(tenacity backoff honouring retry-after, client-side limits) covers every provider. A provider
-signals what went wrong with `ProviderError`, saying whether a retry can help.
+A request (`CompletionRequest`) is an optional prefix that the provider may hold in its prompt
+cache (a whole document, marked cacheable where it reaches the model's minimum), then an
+instruction, and optionally a JSON schema the answer must follow. The situating queue
+(`ctxr.enrich.situate`) and the LLM reranker (`ctxr.retrieve.rerank.llm`) both speak it; each
+renders its own prompt. A provider turns a request into a `Completion` (the answer's text and
+the token usage it billed). It does no retrying and no rate limiting of its own: its callers own
+both, so that one policy (backoff honouring retry-after, client-side limits) covers every
+provider. Failures are `ctxr.errors.ProviderError`, saying whether a retry can help.
+
+`request_body` is part of the protocol: the estimate renders exactly the bodies a run would
+send, without sending them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,13 +40,16 @@ class Usage:
 
 
 @dataclass(frozen=True, slots=True)
-class SituateRequest:
-    """One chunk to situate. Requests with the same `document` share one cached prefix."""
+class CompletionRequest:
+    """One prompt. Requests with the same `prefix` share one cached prefix."""
 
-    document: str  # the whole document, or the window of it that fits the model
-    chunk: str
-    heading_path: tuple[str, ...] = ()
+    instruction: str  # what follows the prefix: the part that changes per request
+    prefix: str = ""  # sent first, the part a provider caches (a document); "" for none
     cache: bool = True  # False below the model's minimum cacheable size: send no cache marker
+    # A JSON schema the answer must follow (Anthropic: forced tool use; OpenAI: strict
+    # response_format); the completion's text is then the JSON document.
+    json_schema: Mapping[str, Any] | None = None
+    max_output_tokens: int | None = None  # None: the provider's own setting
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +63,7 @@ class Completion:
 
 
 class LLM(Protocol):
-    """A context writer. Implementations: `AnthropicLLM`, `OpenAILLM` (and test fakes)."""
+    """A provider. Implementations: `AnthropicLLM`, `OpenAILLM` (and test fakes)."""
 
     @property
     def provider(self) -> str: ...  # "anthropic" | "openai": part of the response-cache key
@@ -65,6 +74,24 @@ class LLM(Protocol):
     @property
     def min_cacheable_tokens(self) -> int: ...  # below this a prefix is never cached
 
-    async def situate(self, request: SituateRequest) -> Completion: ...
+    def request_body(self, request: CompletionRequest) -> dict[str, Any]:
+        """The SDK call's keyword arguments for `request`, as they would be sent."""
+        ...
+
+    async def complete(self, request: CompletionRequest) -> Completion: ...
 
     async def aclose(self) -> None: ...
+
+
+class SyncLLM(Protocol):
+    """The same provider for sync callers (the reranker runs inside a search, in a thread)."""
+
+    @property
+    def provider(self) -> str: ...
+
+    @property
+    def model(self) -> str: ...
+
+    def complete_sync(self, request: CompletionRequest) -> Completion: ...
+
+    def close(self) -> None: ...

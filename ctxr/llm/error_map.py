@@ -116,7 +116,8 @@ def connection_error(
     what = "timed out" if timed_out else "connection failed"
     cause = exc.__cause__ or exc
     detail = short(redact(str(cause) or type(cause).__name__, secret))
-    return ProviderError(f"{name} {what} at {base_url}: {detail}", retryable=True)
+    message = f"{name} {what} at {base_url}: {detail}"
+    return ProviderError(message, retryable=True, timed_out=timed_out, connection=True)
 
 
 def malformed(name: str, why: str) -> ProviderError:

@@ -22,19 +22,19 @@ import functools
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from ctxr.config import Settings
 from ctxr.enrich.load.documents import load_document
 from ctxr.enrich.load.walk import Skipped, walk
 from ctxr.enrich.situate.contexts import ContextPlan
-from ctxr.enrich.situate.prompt import PROMPT_VERSION, document_part
+from ctxr.enrich.situate.prompt import PROMPT_VERSION, SituateRequest, document_part
 from ctxr.enrich.situate.response_cache import ResponseCache, cache_key
 from ctxr.enrich.situate.window import Prefix, plan_prefixes
 from ctxr.errors import LoadError
 from ctxr.index import components
 from ctxr.index.manifest import MANIFEST_NAME, Manifest
-from ctxr.llm.base import SituateRequest, Usage
+from ctxr.llm.base import Usage
 from ctxr.llm.clients import PLACEHOLDER_KEY
 from ctxr.llm.pricing import ModelPrice, PriceTable, load_prices
 from ctxr.llm.registry import DEFAULT_MODELS, detect_provider, make_llm
@@ -59,10 +59,6 @@ OUTPUT_TOKENS_SOURCE = (
 # "Estimating cost"): one corpus, one comparison, so a stated bias, not a measured margin.
 CLAUDE_UNDERCOUNT = 0.31
 CONTEXTS_DIR = "contexts"  # the response cache under the index's cache dir (contexts.py)
-
-
-class _Renders(Protocol):
-    def request_body(self, request: SituateRequest) -> dict[str, Any]: ...
 
 
 def default_model(settings: Settings) -> str:
@@ -185,7 +181,6 @@ def _estimate_model(
     provider = price.provider
     # The request bodies come from the provider class itself; no request is ever sent.
     llm = make_llm(provider, model, api_key=PLACEHOLDER_KEY)
-    renders: _Renders = llm  # type: ignore[assignment]  # both providers expose request_body
     if provider == "openai":
         encoding, known = openai_encoding(model)
         note = "exact (tiktoken)" if known else "estimate (model unknown to tiktoken)"
@@ -211,7 +206,7 @@ def _estimate_model(
         pending = [c for c in prefix.window.chunks if not _answered(cache, llm, prefix, c)]
         result.chunks_answered += len(prefix.window.chunks) - len(pending)
         if pending:
-            bodies = [renders.request_body(_request(prefix, c)) for c in pending]
+            bodies = [llm.request_body(_request(prefix, c).completion()) for c in pending]
             work.append((prefix, bodies))
     if provider == "openai":
         usages = [openai_usage(p, bodies, encoding) for p, bodies in work]

@@ -21,8 +21,8 @@ import tiktoken.model
 
 from ctxr.enrich.situate.window import Prefix
 from ctxr.errors import ConfigError, ProviderError
+from ctxr.llm import clients
 from ctxr.llm.base import Usage
-from ctxr.llm.clients import PLACEHOLDER_KEY
 from ctxr.tokens import count_tokens, get_encoding
 
 if TYPE_CHECKING:
@@ -136,7 +136,8 @@ def count_remote(messages: list[list[str]], model: str) -> list[int]:
         )
 
     async def run() -> list[int]:
-        client = anthropic.AsyncAnthropic(api_key=None if key else PLACEHOLDER_KEY)
+        # The SDK's default retries: counting is free, and a transient 429 should not fail it.
+        client = clients.anthropic_client(api_key=None, base_url=None, timeout=60.0, max_retries=2)
         slots = asyncio.Semaphore(8)
 
         async def one(texts: list[str]) -> int:

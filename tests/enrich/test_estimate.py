@@ -15,9 +15,9 @@ from fakes.llm_server import FakeLLMServer
 
 from ctxr.cli import main
 from ctxr.config import Settings, load_settings
-from ctxr.enrich.situate.prompt import document_part
+from ctxr.enrich.situate.prompt import SituateRequest, document_part
 from ctxr.errors import ConfigError
-from ctxr.llm.base import SituateRequest, Usage
+from ctxr.llm.base import Usage
 from ctxr.llm.pricing import load_prices
 from ctxr.llm.registry import make_llm
 from ctxr.pipeline.build import build_index
@@ -196,10 +196,10 @@ def test_claude_estimate_agrees_with_the_fake_ledger(
 def test_request_parts_follow_the_provider_bodies() -> None:
     request = SituateRequest("the document", "the chunk", ("A", "B"), True)
     anthropic = make_llm("anthropic", "claude-haiku-4-5", api_key="x")
-    parts = message_texts(anthropic.request_body(request))  # type: ignore[attr-defined]
+    parts = message_texts(anthropic.request_body(request.completion()))
     assert parts[0] == (document_part("the document"), True) and not parts[1][1]
     openai = make_llm("openai", "gpt-4o-mini", api_key="x")
-    [(prompt, marked)] = message_texts(openai.request_body(request))  # type: ignore[attr-defined]
+    [(prompt, marked)] = message_texts(openai.request_body(request.completion()))
     assert prompt.startswith(document_part("the document")) and not marked
 
 

@@ -12,10 +12,9 @@ from ctxr.enrich.situate.prompt import (
     chunk_part,
     document_part,
     heading_trail,
-    prompt_version,
-    read_prompt_bytes,
 )
 from ctxr.errors import ConfigError
+from ctxr.prompts import prompt_version, read_prompt_bytes
 
 INSTRUCTION = (
     "Please give a short succinct context to situate this chunk within the overall document "
@@ -55,14 +54,14 @@ def test_placeholders_inside_content_are_not_substituted() -> None:
 
 
 def test_version_is_the_hash_of_the_packaged_file() -> None:
-    data = read_prompt_bytes()
+    data = read_prompt_bytes("situate")
     assert "situate/" + hashlib.sha256(data).hexdigest()[:12] == PROMPT_VERSION
-    assert prompt_version(data) == PROMPT_VERSION  # stable across calls
+    assert prompt_version(data, "situate") == PROMPT_VERSION  # stable across calls
 
 
 def test_version_changes_when_the_text_changes() -> None:
-    one = prompt_version(b"=== document ===\n{{WHOLE_DOCUMENT}}\n")
-    other = prompt_version(b"=== document ===\n{{WHOLE_DOCUMENT}} \n")
+    one = prompt_version(b"=== document ===\n{{WHOLE_DOCUMENT}}\n", "situate")
+    other = prompt_version(b"=== document ===\n{{WHOLE_DOCUMENT}} \n", "situate")
     assert one != other
     assert one.startswith("situate/") and len(one) == len("situate/") + 12
     assert prompt_version(b"x", "rerank").startswith("rerank/")
@@ -90,3 +89,9 @@ def test_a_custom_template_parses_and_renders() -> None:
 def test_a_broken_template_is_a_config_error(data: bytes) -> None:
     with pytest.raises(ConfigError):
         SituatePrompt.parse(data)
+
+
+def test_version_is_pinned_so_cached_contexts_stay_valid() -> None:
+    # The response cache keys on this version: a change here re-pays every context of every
+    # user's index. Moving the code that loads the prompt must never change it.
+    assert PROMPT_VERSION == "situate/a75d0bb61e20"

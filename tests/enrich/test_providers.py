@@ -22,14 +22,15 @@ from typing import Any
 
 import pytest
 
-from ctxr.enrich.situate.prompt import chunk_part, document_part
+from ctxr.enrich.situate.prompt import SituateRequest, chunk_part, document_part
 from ctxr.errors import ConfigError, ProviderError
 from ctxr.llm.anthropic import AnthropicLLM
-from ctxr.llm.base import LLM, Completion, SituateRequest, Usage
+from ctxr.llm.base import LLM, Completion, Usage
+from ctxr.llm.cache_minimums import min_cacheable_tokens
 from ctxr.llm.clients import PLACEHOLDER_KEY
 from ctxr.llm.error_map import parse_retry_after
 from ctxr.llm.openai import OpenAILLM
-from ctxr.llm.registry import detect_provider, make_llm, min_cacheable_tokens
+from ctxr.llm.registry import detect_provider, make_llm
 
 SECRET = "sk-test-secret-value-123456"
 REQUEST = SituateRequest("The whole document.", "A chunk.", ("Guide", "Install"), cache=True)
@@ -141,7 +142,7 @@ def situate(make: Callable[[], LLM], request: SituateRequest = REQUEST) -> Compl
     async def go() -> Completion:
         llm = make()
         try:
-            return await llm.situate(request)
+            return await llm.complete(request.completion())
         finally:
             await llm.aclose()
 

@@ -97,10 +97,12 @@ def test_naive_concurrent_sends_write_the_cache_many_times() -> None:
     """The fake is faithful: requests sent together before any returns all write."""
     document, chunks = make_document("naive", 8)
     llm = ScriptedLLM(min_cacheable_tokens=100)
-    from ctxr.llm.base import SituateRequest
+    from ctxr.enrich.situate.prompt import SituateRequest
 
     async def naive() -> None:
-        await asyncio.gather(*(llm.situate(SituateRequest(document.text, c.text)) for c in chunks))
+        await asyncio.gather(
+            *(llm.complete(SituateRequest(document.text, c.text).completion()) for c in chunks)
+        )
 
     asyncio.run(naive())
     assert llm.writes[document.text] == 8

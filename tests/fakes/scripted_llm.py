@@ -2,6 +2,9 @@
 
 It implements `ctxr.llm.base.LLM` structurally and emulates what matters to the queue:
 
+- a model reading the situating prompt: it finds the document and the chunk between their
+  ``<document>`` and ``<chunk>`` tags, as a real model would, and records them as a
+  `SituateRequest` (``request.document``, ``request.chunk``, ``request.cache``);
 - a provider's prompt cache: a document prefix (``request.document``) of at least
   ``min_cacheable_tokens`` tokens, sent with ``cache=True``, is WRITTEN by a request that finds
   it absent and becomes readable only after that request RETURNS, so concurrent first requests
@@ -18,15 +21,31 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import random
+import re
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from ctxr.enrich.situate.prompt import SituateRequest
 from ctxr.errors import ProviderError
-from ctxr.llm.base import Completion, SituateRequest, Usage
+from ctxr.llm.base import Completion, CompletionRequest, Usage
 
 Outcome = str | ProviderError  # a response text, or an error to raise
+
+
+_DOCUMENT = re.compile(r"<document>\n(.*)\n</document>", re.S)
+_CHUNK = re.compile(r"<chunk>\n(.*)\n</chunk>", re.S)
+_TRAIL = re.compile(r"^The chunk sits under: (.*)$", re.M)
+
+
+def read_prompt(request: CompletionRequest) -> SituateRequest:
+    """What the situating prompt asks about, read back from its tags."""
+    document, chunk = _DOCUMENT.search(request.prefix), _CHUNK.search(request.instruction)
+    assert document and chunk, "not a situating prompt"
+    trail = _TRAIL.search(request.instruction[chunk.end() :])
+    path = tuple(trail.group(1).split(" > ")) if trail else ()
+    return SituateRequest(document.group(1), chunk.group(1), path, request.cache)
 
 
 def words(text: str) -> int:
@@ -79,7 +98,11 @@ class ScriptedLLM:
 
     # -- the LLM protocol ------------------------------------------------------------------
 
-    async def situate(self, request: SituateRequest) -> Completion:
+    def request_body(self, request: CompletionRequest) -> dict[str, object]:
+        return {"prefix": request.prefix, "instruction": request.instruction}
+
+    async def complete(self, completion: CompletionRequest) -> Completion:
+        request = read_prompt(completion)
         call = Call(request, time.monotonic())
         self.calls.append(call)
         self.in_flight += 1

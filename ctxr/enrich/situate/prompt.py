@@ -12,13 +12,13 @@ served for a new one.
 from __future__ import annotations
 
 import functools
-import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from importlib import resources
 
 from ctxr.errors import ConfigError
+from ctxr.llm.base import CompletionRequest
+from ctxr.prompts import load_template, prompt_version
 
 DOCUMENT_MARKER = "=== document ==="
 CHUNK_MARKER = "=== chunk ==="
@@ -28,11 +28,6 @@ TRAIL_PREFIX = "The chunk sits under: "
 # is inserted verbatim and never substituted again.
 _DOCUMENT_SLOT = re.compile(r"\{\{WHOLE_DOCUMENT\}\}")
 _CHUNK_SLOTS = re.compile(r"\{\{CHUNK_CONTENT\}\}|^\{\{HEADING_TRAIL\}\}(?:\n|\Z)", re.MULTILINE)
-
-
-def prompt_version(data: bytes, name: str = "situate") -> str:
-    """`name/` plus the first 12 hex digits of the SHA-256 of the prompt file's bytes."""
-    return f"{name}/{hashlib.sha256(data).hexdigest()[:12]}"
 
 
 def heading_trail(heading_path: Sequence[str]) -> str:
@@ -88,14 +83,9 @@ class SituatePrompt:
         return _CHUNK_SLOTS.sub(fill, self.chunk_template)
 
 
-def read_prompt_bytes(name: str = "situate") -> bytes:
-    """The packaged prompt file's bytes (shipped as package data: `prompts/*.txt`)."""
-    return resources.files("ctxr").joinpath(f"prompts/{name}.txt").read_bytes()
-
-
 @functools.cache
 def load_prompt(name: str = "situate") -> SituatePrompt:
-    return SituatePrompt.parse(read_prompt_bytes(name), name)
+    return SituatePrompt.parse(load_template(name).data, name)
 
 
 SITUATE = load_prompt()
@@ -110,3 +100,21 @@ def document_part(document: str) -> str:
 def chunk_part(chunk: str, heading_path: Sequence[str] = ()) -> str:
     """The per-request part: the chunk, its heading trail when known, and the instruction."""
     return SITUATE.chunk_part(chunk, heading_path)
+
+
+@dataclass(frozen=True, slots=True)
+class SituateRequest:
+    """One chunk to situate. Requests with the same `document` share one cached prefix."""
+
+    document: str  # the whole document, or the window of it that fits the model
+    chunk: str
+    heading_path: tuple[str, ...] = ()
+    cache: bool = True  # False below the model's minimum cacheable size: send no cache marker
+
+    def completion(self) -> CompletionRequest:
+        """The provider request: the document part as the cached prefix, the chunk part after."""
+        return CompletionRequest(
+            instruction=chunk_part(self.chunk, self.heading_path),
+            prefix=document_part(self.document),
+            cache=self.cache,
+        )

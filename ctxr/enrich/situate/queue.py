@@ -32,11 +32,12 @@ from tenacity.wait import wait_random_exponential
 
 from ctxr.enrich.situate.ledger import Ledger
 from ctxr.enrich.situate.outline import outline_context
+from ctxr.enrich.situate.prompt import SituateRequest
 from ctxr.enrich.situate.response_cache import ResponseCache, cache_key
 from ctxr.enrich.situate.validate import DEFAULT_MAX_TOKENS, check_context
 from ctxr.enrich.situate.window import Prefix, plan_prefixes
 from ctxr.errors import ProviderError
-from ctxr.llm.base import LLM, Completion, SituateRequest
+from ctxr.llm.base import LLM, Completion
 from ctxr.llm.ratelimit import Priority, PrioritySlots, RateLimiter, RateLimits
 from ctxr.progress import NullProgress, Progress
 from ctxr.types import Chunk, ContextualChunk, Document
@@ -208,7 +209,7 @@ class _Run:
             ticket = await self.limiter.acquire(estimate, min(self.max_context_tokens, 200))
             self.ledger.record_request(prefix.document.doc_id)
             try:
-                completion = await self.llm.situate(request)
+                completion = await self.llm.complete(request.completion())
             except ProviderError as exc:
                 self.limiter.settle(ticket, None)
                 if exc.retry_after:

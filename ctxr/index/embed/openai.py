@@ -32,8 +32,7 @@ from tenacity.wait import wait_random_exponential
 
 from ctxr.errors import ConfigError, EmbedderError, ProviderError
 from ctxr.index.embed.base import FloatMatrix
-from ctxr.llm import error_map
-from ctxr.llm.openai import make_client
+from ctxr.llm import clients, error_map
 from ctxr.llm.ratelimit import SyncRateLimiter
 from ctxr.tokens import get_encoding
 
@@ -91,8 +90,8 @@ class OpenAIEmbedder:
             raise ConfigError(f"CTXR_EMBEDDING_DIMENSIONS must be positive, got {dimensions}")
         if max_attempts < 1:
             raise ConfigError(f"max_attempts must be at least 1, got {max_attempts}")
-        self._client = make_client(
-            openai.OpenAI,
+        self._client = clients.openai_client(
+            sync=True,
             name=_NAME,
             api_key=api_key,
             base_url=base_url,

@@ -5,24 +5,25 @@ ANTHROPIC_* / OPENAI_* variables), with the same model setting. The answer must 
 of ``{"id": n, "score": 0-10}`` naming every passage exactly once; anything else is not
 guessed at: the fused order comes back, flagged "rerank: unparseable answer".
 
-The SDKs' sync clients are used, with their own retries off: a reranker has a time budget
-(`CTXR_RERANK_TIMEOUT`), and falling back to the fused order is better than waiting.
+The provider is the same `ctxr.llm` adapter that writes contexts, made for sync use, with the
+SDK's retries off: a reranker has a time budget (`CTXR_RERANK_TIMEOUT`), and falling back to
+the fused order is better than waiting.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 import os
 import re
 from collections.abc import Sequence
-from importlib import resources
-from typing import Any, Final
+from typing import Final
 
 from ctxr.config import Settings
-from ctxr.errors import ConfigError, RerankError
-from ctxr.llm import clients, registry
+from ctxr.errors import ConfigError, ProviderError, RerankError
+from ctxr.llm import registry
+from ctxr.llm.base import CompletionRequest
+from ctxr.prompts import load_template
 from ctxr.retrieve.rerank.base import RerankResult, rerank_with
 from ctxr.types import Hit
 
@@ -34,22 +35,13 @@ _SLOTS = re.compile(r"\{\{(QUERY|PASSAGES|COUNT)\}\}")
 _REASONING = re.compile(r"^(o\d|gpt-5)")
 
 
-@functools.cache
-def _template() -> str:
-    raw = resources.files("ctxr").joinpath("prompts/rerank.txt").read_text(encoding="utf-8")
-    lines = raw.replace("\r\n", "\n").split("\n")
-    while lines and lines[0].startswith("#"):
-        lines.pop(0)
-    return "\n".join(lines).strip("\n")
-
-
 def rerank_prompt(query: str, passages: Sequence[str]) -> str:
     """The one prompt: the query and the numbered passages, asking for a JSON list."""
     numbered = "\n".join(
         f'<passage id="{i}">\n{text}\n</passage>' for i, text in enumerate(passages, start=1)
     )
     values = {"QUERY": query, "PASSAGES": numbered, "COUNT": str(len(passages))}
-    return _SLOTS.sub(lambda m: values[m.group(1)], _template())
+    return _SLOTS.sub(lambda m: values[m.group(1)], load_template("rerank").body)
 
 
 def parse_scores(answer: str, count: int) -> list[float]:
@@ -98,7 +90,11 @@ class LLMReranker:
             )
         self.provider = provider
         self.model = model or registry.DEFAULT_MODELS[provider]
-        self._client: Any = _client(provider, api_key, base_url, timeout)
+        # The same adapter that writes contexts, made for sync use: a search runs in a worker
+        # thread, where a sync client needs no event loop of its own.
+        self._llm = registry.make_sync_llm(
+            provider, self.model, api_key=api_key, base_url=base_url, timeout=timeout
+        )
 
     @classmethod
     def from_settings(cls, settings: Settings) -> LLMReranker:
@@ -126,76 +122,22 @@ class LLMReranker:
     def complete(self, prompt: str, count: int) -> str:
         """The model's answer to `prompt`; `RerankError` on any failure of the call."""
         budget = 16 * count + 64  # about 12 tokens per {"id": n, "score": s} entry
-        message = {"role": "user", "content": prompt}
-        if self.provider == "anthropic":
-            import anthropic
-
-            try:
-                reply = self._client.messages.create(
-                    model=self.model,
-                    max_tokens=budget,
-                    messages=[message],
-                    extra_body={"temperature": 0},
-                )
-            except anthropic.APIError as exc:
-                raise RerankError(_flag(exc)) from None
-            return "".join(b.text for b in reply.content if getattr(b, "type", "") == "text")
-        import openai
-
-        body: dict[str, Any] = {"model": self.model, "messages": [message]}
-        if _REASONING.match(self.model):
-            body["max_completion_tokens"] = budget
-        else:
-            body.update(max_tokens=budget, temperature=0)
+        request = CompletionRequest(prompt, cache=False, max_output_tokens=budget)
         try:
-            completion = self._client.chat.completions.create(**body)
-        except openai.APIError as exc:
+            return self._llm.complete_sync(request).text
+        except ProviderError as exc:
             raise RerankError(_flag(exc)) from None
-        if not completion.choices:
-            raise RerankError(UNPARSEABLE)
-        return str(completion.choices[0].message.content or "")
 
     def close(self) -> None:
-        self._client.close()
+        self._llm.close()
 
 
-def _flag(exc: Exception) -> str:
+def _flag(exc: ProviderError) -> str:
     """A short flag for a failed call: timeout, HTTP status, or connection failure."""
-    name = type(exc).__name__
-    if "Timeout" in name:
+    if exc.timed_out:
         return "rerank failed: timeout"
-    status = getattr(exc, "status_code", None)
-    if isinstance(status, int):
-        return f"rerank failed: HTTP {status}"
-    if "Connection" in name:
+    if exc.status is not None:
+        return f"rerank failed: HTTP {exc.status}"
+    if exc.connection:
         return "rerank failed: connection failed"
-    return f"rerank failed: {name}"
-
-
-def _client(provider: str, api_key: str | None, base_url: str | None, timeout: float) -> Any:
-    # As the context writers do: None lets the SDK read its own variables; a base URL with no
-    # credential (a local server) gets a placeholder key, since the SDKs refuse to start without.
-    if provider == "anthropic":
-        import anthropic
-
-        has_key = api_key or os.environ.get("ANTHROPIC_API_KEY")
-        if not (has_key or os.environ.get("ANTHROPIC_AUTH_TOKEN")) and (
-            base_url or os.environ.get("ANTHROPIC_BASE_URL")
-        ):
-            api_key = clients.PLACEHOLDER_KEY
-        return anthropic.Anthropic(
-            api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout
-        )
-    import openai
-
-    if not (api_key or os.environ.get("OPENAI_API_KEY")) and (
-        base_url or os.environ.get("OPENAI_BASE_URL")
-    ):
-        api_key = clients.PLACEHOLDER_KEY
-    try:
-        return openai.OpenAI(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout)
-    except openai.OpenAIError as exc:
-        raise ConfigError(
-            "the llm reranker found no OpenAI key; set OPENAI_API_KEY, or OPENAI_BASE_URL for "
-            "a local OpenAI-compatible server"
-        ) from exc
+    return "rerank: unparseable answer" if "malformed" in str(exc) else f"rerank failed: {exc}"
