@@ -3,7 +3,7 @@
 The Python API, a thin layer over the same code the CLI runs::
 
     import ctxr
-    report = ctxr.index(["docs/"], index_dir=".ctxr")
+    report = ctxr.build(["docs/"], index_dir=".ctxr")
     for hit in ctxr.search("how do I restore a backup?", index_dir=".ctxr", k=5):
         print(hit.rank, hit.source, hit.heading_path, hit.score)
 
@@ -11,6 +11,10 @@ The Python API, a thin layer over the same code the CLI runs::
         hits = service.search("THUMB_CACHE_MAX", mode="bm25")
 
     cost = ctxr.estimate(["docs/"], models=["claude-haiku-4-5", "gpt-4o-mini"])  # no model called
+
+Every function is safe to call any number of times. (Up to 0.1 the indexing function was
+`ctxr.index`; that name is the `ctxr.index` subpackage, which shadowed the function after its
+first call, so it is now `ctxr.build`.)
 """
 
 from __future__ import annotations
@@ -25,11 +29,11 @@ if TYPE_CHECKING:  # the heavy parts load on first use, so `import ctxr` stays c
     from ctxr.retrieve.service import SearchService
     from ctxr.types import Hit
 
-__all__ = ["estimate", "index", "open_index", "search"]
+__all__ = ["build", "estimate", "open_index", "search"]
 __version__ = "0.1.0"
 
 
-def index(
+def build(
     paths: Sequence[str | Path],
     index_dir: str | Path | None = None,
     *,

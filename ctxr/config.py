@@ -6,11 +6,12 @@ lists them all. Flags reach here as keyword overrides from the CLI.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Annotated, Any, Final, Literal, get_args
 
 from pydantic import Field, SecretStr, ValidationError, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from ctxr.errors import ConfigError
 from ctxr.types import DocumentKind
@@ -18,6 +19,19 @@ from ctxr.types import DocumentKind
 ContextMode = Literal["auto", "llm", "outline", "none"]
 SearchMode = Literal["hybrid", "dense", "bm25"]
 FusionMethod = Literal["dbsf", "rrf", "weighted"]
+Chunking = Literal["structure", "semantic", "parent"]
+RerankerName = Literal["llm", "http", "cross-encoder"]
+Retriever = Literal["dense", "bm25"]
+
+# The one list of each choice: the CLI's click.Choice, the API's models and the search service
+# all read these, so a new mode or fusion is added in one place.
+CONTEXT_MODES: Final[tuple[str, ...]] = get_args(ContextMode)
+SEARCH_MODES: Final[tuple[str, ...]] = get_args(SearchMode)
+FUSIONS: Final[tuple[str, ...]] = get_args(FusionMethod)
+CHUNKINGS: Final[tuple[str, ...]] = get_args(Chunking)
+RERANKERS: Final[tuple[str, ...]] = get_args(RerankerName)
+RERANK_OFF: Final = "none"
+DEFAULT_FUSION_WEIGHTS: Final[Mapping[str, float]] = {"dense": 0.8, "bm25": 0.2}
 
 
 class Settings(BaseSettings):
@@ -30,9 +44,11 @@ class Settings(BaseSettings):
     # that leaves room for the context prefix (see docs/DEPENDENCIES.md).
     chunk_tokens: int = Field(200, ge=16, le=8192, description="chunk budget in tiktoken tokens")
     chunk_overlap: int | None = Field(None, ge=0, description="overlap tokens; default per kind")
-    # Per-kind budgets override chunk_tokens for those kinds: "code=300,markdown=400".
-    chunk_tokens_by_kind: str = Field(
-        "", description="per-kind chunk budgets: KIND=TOKENS,... (markdown, code, text, ...)"
+    # Per-kind budgets override chunk_tokens for those kinds: "code=300,markdown=400" in the
+    # environment or a flag, a mapping from Python; parsed once, here.
+    chunk_tokens_by_kind: Annotated[dict[str, int], NoDecode] = Field(
+        default_factory=dict,
+        description="per-kind chunk budgets: KIND=TOKENS,... (markdown, code, text, ...)",
     )
     # The embedder's input is a hard cap: a chunk whose prefix + text + this allowance for its
     # context exceeds the embedder's max_tokens (word pieces) is split further.
@@ -43,7 +59,7 @@ class Settings(BaseSettings):
         True, description="split chunks the embedder would truncate (off: budget alone)"
     )
     # Chunking options (ctxr.enrich.split.semantic / .parent); part of each document's recipe.
-    chunking: Literal["structure", "semantic", "parent"] = Field(
+    chunking: Chunking = Field(
         "structure", description="structure, semantic (topic breakpoints) or parent (parent-child)"
     )
     parent_tokens: int = Field(1024, ge=16, le=32768, description="parent section budget")
@@ -90,8 +106,9 @@ class Settings(BaseSettings):
     rrf_k: int = Field(60, ge=0, description="reciprocal rank fusion constant")
     # Weighted rank fusion as in Anthropic's contextual-retrieval reference: sum w / (k + rank)
     # over each retriever's top `candidates`, with their 0.8 dense / 0.2 BM25 and k = 0.
-    fusion_weights: str = Field(
-        "dense=0.8,bm25=0.2", description="weighted fusion: RETRIEVER=WEIGHT,... (dense, bm25)"
+    fusion_weights: Annotated[dict[str, float], NoDecode] = Field(
+        default_factory=lambda: dict(DEFAULT_FUSION_WEIGHTS),
+        description="weighted fusion: RETRIEVER=WEIGHT,... (dense, bm25)",
     )
     weighted_k: int = Field(0, ge=0, description="weighted rank fusion constant")
     candidates: int = Field(50, ge=1, le=10_000, description="top-N per retriever before fusion")
@@ -103,7 +120,7 @@ class Settings(BaseSettings):
         10_000, ge=0, description="build HNSW after a run once the index holds this many points"
     )
     # Reranking (`ctxr.retrieve.rerank.base`): off unless a request or CTXR_RERANK names a reranker.
-    rerank: Literal["llm", "http", "cross-encoder", "none"] | None = Field(
+    rerank: RerankerName | Literal["none"] | None = Field(
         None, description="reranker used when a request names none; none/unset = off"
     )
     rerank_candidates: int = Field(
@@ -136,21 +153,19 @@ class Settings(BaseSettings):
     api_access_log: bool = Field(True, description="one JSON line per request on stderr")
     api_log_queries: bool = Field(False, description="put query text in the access log")
 
-    @field_validator("fusion_weights")
+    @field_validator("fusion_weights", mode="before")
     @classmethod
-    def _weights_parse(cls, value: str) -> str:
-        parse_weights(value)
-        return value
+    def _weights_parse(cls, value: Any) -> Any:
+        return parse_weights(_as_spec(value))
 
-    @field_validator("chunk_tokens_by_kind")
+    @field_validator("chunk_tokens_by_kind", mode="before")
     @classmethod
-    def _kind_budgets_parse(cls, value: str) -> str:
-        parse_kind_budgets(value)
-        return value
+    def _kind_budgets_parse(cls, value: Any) -> Any:
+        return parse_kind_budgets(_as_spec(value))
 
     def chunk_tokens_for(self, kind: str) -> int:
         """The chunk budget for documents of `kind`: its own, else `chunk_tokens`."""
-        return parse_kind_budgets(self.chunk_tokens_by_kind).get(kind, self.chunk_tokens)
+        return self.chunk_tokens_by_kind.get(kind, self.chunk_tokens)
 
     @field_validator(
         "qdrant_url",
@@ -170,13 +185,20 @@ class Settings(BaseSettings):
         return None if isinstance(value, str) and not value.strip() else value
 
 
+def _as_spec(value: Any) -> str:
+    """A mapping given from Python as the `KEY=VALUE,...` text the parsers check."""
+    if isinstance(value, Mapping):
+        return ",".join(f"{key}={number}" for key, number in value.items())
+    return str(value)
+
+
 def parse_weights(text: str) -> dict[str, float]:
     """`dense=0.8,bm25=0.2` into {"dense": 0.8, "bm25": 0.2}; ValueError naming the problem."""
     weights: dict[str, float] = {}
     for part in text.split(","):
         name, sep, raw = part.partition("=")
         name = name.strip()
-        if not sep or name not in ("dense", "bm25"):
+        if not sep or name not in get_args(Retriever):
             raise ValueError(f"expected dense=W,bm25=W, got {text!r}")
         try:
             weights[name] = float(raw)

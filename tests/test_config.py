@@ -32,3 +32,53 @@ def test_dotenv_file_is_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     (tmp_path / ".env").write_text("CTXR_CANDIDATES=77\n")
     monkeypatch.chdir(tmp_path)
     assert load_settings().candidates == 77
+
+
+def test_structured_settings_are_parsed_once_into_typed_values(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("CTXR_CHUNK_TOKENS_BY_KIND", "code=300, markdown=400")
+    monkeypatch.setenv("CTXR_FUSION_WEIGHTS", "dense=0.5,bm25=0.5")
+    settings = load_settings()
+    assert settings.chunk_tokens_by_kind == {"code": 300, "markdown": 400}
+    assert settings.fusion_weights == {"dense": 0.5, "bm25": 0.5}
+    assert settings.chunk_tokens_for("code") == 300 and settings.chunk_tokens_for("text") == 200
+    # From Python a mapping works too, and is checked as strictly as the text form.
+    assert load_settings(chunk_tokens_by_kind={"pdf": 64}).chunk_tokens_by_kind == {"pdf": 64}
+    with pytest.raises(ConfigError, match="CTXR_CHUNK_TOKENS_BY_KIND"):
+        load_settings(chunk_tokens_by_kind={"pdf": 8})
+    with pytest.raises(ConfigError, match="CTXR_FUSION_WEIGHTS"):
+        load_settings(fusion_weights={"sparse": 1.0})
+    monkeypatch.delenv("CTXR_FUSION_WEIGHTS")
+    assert load_settings().fusion_weights == {"dense": 0.8, "bm25": 0.2}
+
+
+def test_one_list_of_choices_for_cli_api_and_service() -> None:
+    from ctxr.config import FUSIONS, RERANKERS, SEARCH_MODES
+    from ctxr.retrieve.fusion import FUSERS
+
+    assert set(FUSERS) == set(FUSIONS) == {"dbsf", "rrf", "weighted"}
+    assert SEARCH_MODES == ("hybrid", "dense", "bm25")
+    assert RERANKERS == ("llm", "http", "cross-encoder")
+
+
+@pytest.mark.parametrize(
+    ("overrides", "outline", "llm"),
+    [
+        ({}, "8aaa00bd3452eb66", "5fdd5823bc297e10"),
+        ({"chunk_tokens_by_kind": "code=300,markdown=400"}, "888307abb4195e92", "0926b54f11ecfe76"),
+        ({"chunking": "parent"}, "49e67dcbbe1e7c2d", "a722b9cb419fbeae"),
+    ],
+)
+def test_recipes_are_pinned_so_existing_indexes_stay_current(
+    overrides: dict[str, str], outline: str, llm: str
+) -> None:
+    # Every indexed document records its recipe; a change here re-indexes every user's corpus.
+    # These values were computed before the layout changed and must never move with the code.
+    from ctxr.enrich.situate.contexts import ContextPlan
+    from ctxr.pipeline.recipe import document_recipe
+
+    settings = load_settings(**overrides)
+    assert document_recipe(settings, ContextPlan("outline"), "split") == outline
+    plan = ContextPlan("llm", "anthropic", "claude-haiku-4-5")
+    assert document_recipe(settings, plan, "split") == llm

@@ -1,7 +1,4 @@
-"""`ctxr eval`: the click command; parsing and printing only, the work is in ``runner``.
-
-Registered by ``ctxr.cli`` with ``main.add_command(eval_command, "eval")``.
-"""
+"""`ctxr eval`: the click command; parsing and printing only, the work is in `ctxr.eval`."""
 
 from __future__ import annotations
 
@@ -11,11 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
 
 from ctxr.errors import ConfigError, CtxrError
 from ctxr.eval.datasets import default_data_dir
-from ctxr.eval.runner import DEFAULT_ROWS, ChunkSource, DatasetKind, parse_rows, run_eval
+from ctxr.eval.rows import DEFAULT_ROWS, ChunkSource, DatasetKind, parse_rows
 
 _DATASETS = ("anthropic-codebase", "beir")
 
@@ -95,8 +91,11 @@ def eval_command(
     plot: Path | None,
 ) -> None:
     """Measure retrieval quality on a judged data set: anthropic-codebase or beir (SciFact)."""
+    from rich.console import Console
+
     from ctxr.cli.progress import RichProgress
     from ctxr.eval.report import plot_recall, print_report, to_json, to_markdown
+    from ctxr.eval.runner import run_eval
     from ctxr.progress import NullProgress, Progress
 
     err = Console(stderr=True)

@@ -1,25 +1,29 @@
 """How the CLI shows results: summary tables, hit tables, split listings and estimates.
 
-Kept apart from `cli.py` so that the commands stay parsing and calling. Functions here format
-or print (results to stdout, summaries to stderr); none computes anything.
+Kept apart from the command modules so that the commands stay parsing and calling. Functions
+here format or print (results to stdout, summaries to stderr); none computes anything.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
 from rich.table import Table
 
-from ctxr.types import Hit
+from ctxr.types import Chunk, Document, Hit
+
+if TYPE_CHECKING:
+    from ctxr.pipeline.estimate_report import Estimate
+    from ctxr.pipeline.report import IndexReport
 
 err_console = Console(stderr=True)
 out_console = Console()
 
 
-def print_index_summary(report: Any) -> None:
+def print_index_summary(report: IndexReport) -> None:
     table = Table(title=f"ctxr index: {report.index_dir}", show_header=False)
     table.add_row("files seen", str(report.files_seen))
     table.add_row("documents indexed", str(report.documents_indexed))
@@ -30,19 +34,19 @@ def print_index_summary(report: Any) -> None:
     table.add_row("contexts", report.context_kind)
     if report.contexts:
         c = report.contexts
-        dollars = c.get("dollars")
-        table.add_row("LLM", f"{c['provider']} {c['model']}")
+        dollars = c.dollars
+        table.add_row("LLM", f"{c.provider} {c.model}")
         table.add_row(
             "LLM requests",
-            f"{c['requests']} ({c['retries']} retries, {c['failures']} failed, "
-            f"{c['response_cache_hits']} answered from cache)",
+            f"{c.requests} ({c.retries} retries, {c.failures} failed, "
+            f"{c.response_cache_hits} answered from cache)",
         )
         table.add_row(
             "LLM tokens",
-            f"{c['input_tokens']:,} in, {c['cache_write_tokens']:,} cache write, "
-            f"{c['cache_read_tokens']:,} cache read, {c['output_tokens']:,} out",
+            f"{c.input_tokens:,} in, {c.cache_write_tokens:,} cache write, "
+            f"{c.cache_read_tokens:,} cache read, {c.output_tokens:,} out",
         )
-        table.add_row("cache writes", f"{c['cache_writes']} for {c['documents']} documents")
+        table.add_row("cache writes", f"{c.cache_writes} for {c.documents} documents")
         table.add_row("cost", "unknown" if dollars is None else f"${dollars:.4f}")
     table.add_row("time", f"{report.seconds:.1f} s")
     if report.optimize_seconds:
@@ -60,7 +64,7 @@ def print_index_summary(report: Any) -> None:
         err_console.print(f"[yellow]note:[/] {notice}", highlight=False)
 
 
-def print_estimate(result: Any, as_json: bool) -> None:
+def print_estimate(result: Estimate, as_json: bool) -> None:
     from ctxr.pipeline.estimate_report import render
 
     if as_json:
@@ -89,7 +93,7 @@ def print_hits(query: str, hits: list[Hit]) -> None:
         out_console.print(f"note: {flag}", highlight=False)
 
 
-def split_json(doc: Any, chunks: list[Any], budget: int) -> dict[str, Any]:
+def split_json(doc: Document, chunks: list[Chunk], budget: int) -> dict[str, Any]:
     return {
         "source": doc.source,
         "kind": doc.kind,
@@ -116,7 +120,7 @@ def split_json(doc: Any, chunks: list[Any], budget: int) -> dict[str, Any]:
     }
 
 
-def print_split(doc: Any, chunks: list[Any], budget: int) -> None:
+def print_split(doc: Document, chunks: list[Chunk], budget: int) -> None:
     from rich.text import Text
 
     def snippet(text: str, width: int) -> Text:  # Text: "[12:01]" must not be read as markup

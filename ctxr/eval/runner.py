@@ -30,32 +30,29 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from ctxr.config import Settings, load_settings
-from ctxr.errors import ConfigError, IndexMismatchError
+from ctxr.errors import IndexMismatchError
 from ctxr.eval import metrics
 from ctxr.eval.datasets import EvalDataset, load_anthropic_codebase, load_beir
+from ctxr.eval.rows import (
+    DEFAULT_ROWS,
+    ChunkSource,
+    DatasetKind,
+    RowSpec,
+    parse_rows,
+)
 from ctxr.index import components
 from ctxr.index.embed.base import Embedder
 from ctxr.index.embed.onnx import MODEL_NAME
 from ctxr.pipeline.build import index_documents
 from ctxr.pipeline.chunking import Chunker
 from ctxr.progress import NullProgress, Progress
-from ctxr.retrieve.service import FUSIONS, SearchService
+from ctxr.retrieve.service import SearchService
 from ctxr.tokens import count_tokens
 from ctxr.types import Chunk, Document, DocumentKind, Hit, chunk_id_for, text_hash
 
-DatasetKind = Literal["anthropic-codebase", "beir"]
-ChunkSource = Literal["given", "ours"]
-
-#: Rows as "mode:context"; "rerank" is hybrid + a reranker.
-DEFAULT_ROWS: tuple[str, ...] = (
-    "dense:none", "dense:outline", "bm25:none", "bm25:outline", "hybrid:none", "hybrid:outline",
-    "rerank:outline",
-)  # fmt: skip
-ROW_MODES = ("dense", "bm25", "hybrid", "rerank")
-CONTEXTS = ("none", "outline")
 NO_RERANKER = "not available: no reranker configured"
 NOTE_OUTLINE = (
     "no LLM provider configured: 'outline' rows use structural outline contexts "
@@ -67,43 +64,6 @@ NOTE_NO_TITLES = (
 )
 #: BEIR hits are chunks; fetch this many per document wanted so that dedupe leaves enough.
 BEIR_HITS_PER_DOC = 3
-
-
-@dataclass(frozen=True)
-class RowSpec:
-    mode: str
-    context: str
-    fusion: str | None = None  # hybrid rows only; None means the configured fusion
-
-    @property
-    def name(self) -> str:
-        return f"{self.mode}:{self.context}" + (f":{self.fusion}" if self.fusion else "")
-
-
-def parse_rows(text: str | Sequence[str]) -> list[RowSpec]:
-    """``"dense:none,hybrid,hybrid:outline:rrf"`` -> rows; a mode alone means the outline
-    context; a third part picks the fusion of a hybrid row."""
-    items = text.split(",") if isinstance(text, str) else list(text)
-    rows: list[RowSpec] = []
-    for item in filter(None, (i.strip() for i in items)):
-        mode, _, rest = item.partition(":")
-        context, _, fusion = rest.partition(":")
-        context = context or "outline"
-        fused = mode in ("hybrid", "rerank")
-        if (
-            mode not in ROW_MODES
-            or context not in CONTEXTS
-            or (fusion and (not fused or fusion not in FUSIONS))
-        ):
-            raise ConfigError(
-                f"unknown ablation row {item!r}; use MODE[:CONTEXT[:FUSION]] with MODE one of "
-                f"{', '.join(ROW_MODES)}, CONTEXT one of {', '.join(CONTEXTS)} and FUSION "
-                f"(hybrid and rerank only) one of {', '.join(FUSIONS)}"
-            )
-        rows.append(RowSpec(mode, context, fusion or None))
-    if not rows:
-        raise ConfigError("no ablation rows given; e.g. --modes dense:none,hybrid:outline")
-    return rows
 
 
 def spans_match(gold_start: int, gold_end: int, hit_start: int, hit_end: int) -> bool:

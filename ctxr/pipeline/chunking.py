@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Sequence
 
-from ctxr.config import Settings, parse_kind_budgets
+from ctxr.config import Settings
 from ctxr.enrich.split import split_document
 from ctxr.enrich.split.cap import cap_chunks, embedded_size
 from ctxr.enrich.split.parent import split_parent_child
@@ -52,19 +52,18 @@ def default_chunker(settings: Settings, embedder: Embedder | None = None) -> Chu
         split = functools.partial(
             split_document, overlap_tokens=settings.chunk_overlap, encoding=settings.encoding
         )
-    budgets = parse_kind_budgets(settings.chunk_tokens_by_kind)
     count_tokens = getattr(embedder, "count_tokens", None)
     if embedder is None or not callable(count_tokens) or not settings.cap_to_embedder:
 
         def chunker(doc: Document) -> list[Chunk]:
-            return split(doc, max_tokens=budgets.get(doc.kind, settings.chunk_tokens))
+            return split(doc, max_tokens=settings.chunk_tokens_for(doc.kind))
 
         return chunker
     size = embedded_size(count_tokens)
     limit = embedder.max_tokens - settings.context_reserve_tokens
 
     def capped(doc: Document) -> list[Chunk]:
-        chunks = split(doc, max_tokens=budgets.get(doc.kind, settings.chunk_tokens))
+        chunks = split(doc, max_tokens=settings.chunk_tokens_for(doc.kind))
         return cap_chunks(doc, chunks, size, limit, encoding=settings.encoding).chunks
 
     return capped

@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-from ctxr.config import Settings, parse_kind_budgets
+from ctxr.config import Settings
 from ctxr.enrich.situate.contexts import ContextPlan
 
 
@@ -29,7 +29,7 @@ def document_recipe(settings: Settings, plan: ContextPlan, chunker_name: str) ->
     elif settings.chunking == "semantic":
         shape |= {"chunking": "semantic", "semantic_percentile": settings.semantic_percentile}
     # Per-kind budgets and a non-default context reserve only when set, likewise.
-    if budgets := parse_kind_budgets(settings.chunk_tokens_by_kind):
+    if budgets := settings.chunk_tokens_by_kind:
         shape["chunk_tokens_by_kind"] = budgets
     if settings.context_reserve_tokens != Settings.model_fields["context_reserve_tokens"].default:
         shape["context_reserve_tokens"] = settings.context_reserve_tokens

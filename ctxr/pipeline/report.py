@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from ctxr.enrich.load.walk import Skipped
+from ctxr.enrich.situate.ledger import LedgerSummary
 
 
 @dataclass(slots=True)
@@ -21,7 +22,7 @@ class IndexReport:
     skipped: list[Skipped] = field(default_factory=list)
     failed: list[tuple[str, str]] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
-    contexts: dict[str, object] | None = None  # the LLM ledger's summary, when one ran
+    contexts: LedgerSummary | None = None  # the LLM ledger's summary, when one ran
     seconds: float = 0.0
     optimize_seconds: float = 0.0  # building the HNSW index after the run (0 when skipped)
 

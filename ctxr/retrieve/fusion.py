@@ -17,10 +17,11 @@ back.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
+from ctxr.config import DEFAULT_FUSION_WEIGHTS
 from ctxr.types import RetrieverScore
 
 K = TypeVar("K", bound=Hashable)
@@ -106,3 +107,43 @@ def _first_occurrences(ranking: Sequence[tuple[K, float]]) -> list[tuple[K, floa
             seen.add(key)
             out.append((key, score))
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class FusionParams:
+    """The constants of every method, read from the settings once per search service."""
+
+    rrf_k: int = 60
+    weighted_k: int = 0
+    # A retriever left out of the weights counts for nothing, not for 1.
+    weights: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_FUSION_WEIGHTS))
+
+
+Rankings = Mapping[str, Sequence[tuple[K, float]]]
+Fuser = Callable[[Rankings[K], FusionParams], list[Fused[K]]]
+
+
+def _rrf(rankings: Rankings[K], params: FusionParams) -> list[Fused[K]]:
+    return reciprocal_rank_fusion(rankings, k=params.rrf_k)
+
+
+def _weighted(rankings: Rankings[K], params: FusionParams) -> list[Fused[K]]:
+    weights = {name: params.weights.get(name, 0.0) for name in rankings}
+    return reciprocal_rank_fusion(rankings, k=params.weighted_k, weights=weights)
+
+
+def _dbsf(rankings: Rankings[K], params: FusionParams) -> list[Fused[K]]:
+    return distribution_based_score_fusion(rankings)
+
+
+# One entry per method named in `ctxr.config.FUSIONS` (a test checks they agree).
+FUSERS: Mapping[str, Fuser[Any]] = {"dbsf": _dbsf, "rrf": _rrf, "weighted": _weighted}
+
+
+def fuse(method: str, rankings: Rankings[K], params: FusionParams) -> list[Fused[K]]:
+    """Fuse by `method`; one ranking alone is passed through with its own ranks."""
+    if len(rankings) == 1:
+        [(name, ranking)] = rankings.items()
+        return single_ranking(name, ranking)
+    fuser: Fuser[K] = FUSERS[method]
+    return fuser(rankings, params)

@@ -16,9 +16,9 @@ import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any, get_args
+from typing import Any
 
-from ctxr.config import FusionMethod, SearchMode, Settings, parse_weights
+from ctxr.config import FUSIONS, SEARCH_MODES, Settings
 from ctxr.errors import ConfigError
 from ctxr.index import components
 from ctxr.index.bm25.weights import query_vector
@@ -28,19 +28,11 @@ from ctxr.index.manifest import Manifest
 from ctxr.index.store import factory as store_factory
 from ctxr.index.store.base import ScoredRecord
 from ctxr.retrieve.expand import expand_parents
-from ctxr.retrieve.fusion import (
-    Fused,
-    distribution_based_score_fusion,
-    reciprocal_rank_fusion,
-    single_ranking,
-)
+from ctxr.retrieve.fusion import Fused, FusionParams, fuse
 from ctxr.retrieve.passages import merge_adjacent
 from ctxr.retrieve.rerank import base as reranking
 from ctxr.retrieve.rerank import registry as rerank_registry
 from ctxr.types import Hit
-
-MODES: tuple[str, ...] = get_args(SearchMode)
-FUSIONS: tuple[str, ...] = get_args(FusionMethod)
 
 
 class SearchService:
@@ -53,6 +45,7 @@ class SearchService:
         self._check_compatible()
         self._store = store_factory.open_store(settings, self.index_dir, self.manifest.settings.dim)
         self._rerankers: dict[str, reranking.Reranker] = {}
+        self._fusion = FusionParams(settings.rrf_k, settings.weighted_k, settings.fusion_weights)
         self._rerankers_lock = threading.Lock()
 
     def _check_compatible(self) -> None:
@@ -133,8 +126,8 @@ class SearchService:
         """
         reranker = self.reranker(rerank)
         where = parse_filters(filters)
-        if mode not in MODES:
-            raise ConfigError(f"unknown search mode {mode!r}; use one of {', '.join(MODES)}")
+        if mode not in SEARCH_MODES:
+            raise ConfigError(f"unknown search mode {mode!r}; use one of {', '.join(SEARCH_MODES)}")
         fusion = fusion or self.settings.fusion
         if fusion not in FUSIONS:
             raise ConfigError(f"unknown fusion {fusion!r}; use one of {', '.join(FUSIONS)}")
@@ -189,18 +182,7 @@ class SearchService:
     def _fuse(self, rankings: dict[str, list[ScoredRecord]], k: int, fusion: str) -> list[Hit]:
         records = {r.point_id: r for ranking in rankings.values() for r in ranking}
         keyed = {name: [(r.point_id, r.score) for r in rs] for name, rs in rankings.items()}
-        fused: list[Fused[str]]
-        if len(keyed) == 1:
-            [(name, ranking)] = keyed.items()
-            fused = single_ranking(name, ranking)
-        elif fusion == "rrf":
-            fused = reciprocal_rank_fusion(keyed, k=self.settings.rrf_k)
-        elif fusion == "weighted":
-            # A retriever left out of CTXR_FUSION_WEIGHTS counts for nothing, not for 1.
-            weights = {"dense": 0.0, "bm25": 0.0, **parse_weights(self.settings.fusion_weights)}
-            fused = reciprocal_rank_fusion(keyed, k=self.settings.weighted_k, weights=weights)
-        else:
-            fused = distribution_based_score_fusion(keyed)
+        fused = fuse(fusion, keyed, self._fusion)
         return [_hit(rank, item, records[item.key].payload) for rank, item in
                 enumerate(fused[:k], start=1)]  # fmt: skip
 

@@ -119,7 +119,7 @@ def test_openai_estimate_matches_the_run_then_costs_nothing(
     assert estimate.prefixes > len(TOPICS) + 2  # the archive goes in windows
 
     report = build_index([corpus], settings, embedder=HashEmbedder())
-    assert report.contexts is not None and report.contexts["failures"] == 0
+    assert report.contexts is not None and report.contexts.failures == 0
     requests, billed = _billed(server, "openai")
     assert estimate.requests == requests == report.chunks_written
     assert billed.cache_read_tokens > billed.input_tokens > 0  # caching really happened

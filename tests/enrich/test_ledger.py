@@ -30,12 +30,12 @@ def test_totals_and_per_document_accounts(tmp_path: Path) -> None:
     ledger.finish()
 
     summary = ledger.summary()
-    assert summary["requests"] == 4 and summary["retries"] == 1 and summary["failures"] == 1
-    assert summary["cache_writes"] == 1 and summary["prefixes"] == 2
-    assert summary["uncached_documents"] == 1 and summary["response_cache_hits"] == 1
-    assert summary["input_tokens"] == 600 and summary["cache_read_tokens"] == 10000
-    assert summary["dollars"] == 0.6 and summary["wall_seconds"] == 2.5
-    assert summary["cache_read_share"] == round(10000 / 15600, 4)
+    assert summary.requests == 4 and summary.retries == 1 and summary.failures == 1
+    assert summary.cache_writes == 1 and summary.prefixes == 2
+    assert summary.uncached_documents == 1 and summary.response_cache_hits == 1
+    assert summary.input_tokens == 600 and summary.cache_read_tokens == 10000
+    assert summary.dollars == 0.6 and summary.wall_seconds == 2.5
+    assert summary.cache_read_share == round(10000 / 15600, 4)
     a = ledger.documents["a"].to_json()
     assert a["cache_writes"] == 1 and a["cache_write_tokens"] == 5000 and a["cached"] is True
     assert ledger.documents["b"].to_json()["cached"] is False
@@ -52,7 +52,7 @@ def test_totals_and_per_document_accounts(tmp_path: Path) -> None:
 def test_no_cost_function_means_no_dollars_and_no_path_means_no_file() -> None:
     ledger = Ledger()
     ledger.begin("openai", "gpt-4o-mini", "p1")
-    assert ledger.summary()["dollars"] is None
+    assert ledger.summary().dollars is None
     assert ledger.write() is None
     assert cache_read_share(Usage()) == 0.0
 

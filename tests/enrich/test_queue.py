@@ -123,7 +123,7 @@ def test_one_cache_write_per_document_with_32_concurrent_requests() -> None:
     first_calls = sorted(llm.calls, key=lambda c: c.started)[:4]
     assert {c.request.document for c in first_calls} == {d.text for d, _ in documents}
     summary = ledger.summary()
-    assert summary["cache_writes"] == 4 and summary["requests"] == 32
+    assert summary.cache_writes == 4 and summary.requests == 32
     for document, _ in documents:
         account = ledger.documents[document.doc_id]
         assert account.cache_writes == 1
@@ -234,7 +234,7 @@ def test_a_document_below_the_minimum_is_sent_without_a_cache_marker() -> None:
     assert all(c.request.cache for c in large_calls)
     assert ledger.documents["small.md"].to_json()["cached"] is False
     assert ledger.documents["large.md"].to_json()["cached"] is True
-    assert ledger.summary()["uncached_documents"] == 1
+    assert ledger.summary().uncached_documents == 1
     assert ledger.documents["small.md"].usage.cache_write_tokens == 0
 
 

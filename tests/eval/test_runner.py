@@ -16,11 +16,11 @@ from ctxr.errors import ConfigError
 from ctxr.eval import metrics
 from ctxr.eval.datasets import load_anthropic_codebase
 from ctxr.eval.report import plot_recall, print_report, to_json, to_markdown
+from ctxr.eval.rows import parse_rows
 from ctxr.eval.runner import (
     NO_RERANKER,
     EvalResult,
     given_chunker,
-    parse_rows,
     run_eval,
     spans_match,
 )

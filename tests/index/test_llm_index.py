@@ -67,19 +67,19 @@ def test_one_cache_write_per_document_and_reruns_cost_nothing(
     summary = report.contexts
     assert summary is not None
     chunks = report.chunks_written
-    assert summary["requests"] == chunks == server.count("messages", 200)
+    assert summary.requests == chunks == server.count("messages", 200)
     # The physical minimum: every long document's prefix written exactly once, all else read.
     writes = server.cache_writes_by_prefix()
     assert sorted(writes.values()) == [1, 1, 1]
-    assert summary["cache_writes"] == 3 and summary["uncached_documents"] == 1
-    assert summary["cache_read_tokens"] > 10 * summary["cache_write_tokens"] / 3 > 0
+    assert summary.cache_writes == 3 and summary.uncached_documents == 1
+    assert summary.cache_read_tokens > 10 * summary.cache_write_tokens / 3 > 0
     short = [r for r in server.requests if "far below the minimum" in json.dumps(r.body)]
     assert len(short) == 1 and "cache_control" not in json.dumps(short[0].body)
-    assert summary["failures"] == 0
-    usage = [summary[k] for k in ("input_tokens", "cache_write_tokens", "cache_read_tokens")]
+    assert summary.failures == 0
+    usage = [summary.input_tokens, summary.cache_write_tokens, summary.cache_read_tokens]
     expected = sum(n * p for n, p in zip(usage, (3.0, 3.75, 0.3), strict=True))
-    expected += summary["output_tokens"] * 15.0
-    assert summary["dollars"] == pytest.approx(expected / 1e6)
+    expected += summary.output_tokens * 15.0
+    assert summary.dollars == pytest.approx(expected / 1e6)
 
     before = len(server.requests)
     again = _index(tmp_path, server, monkeypatch)
@@ -92,7 +92,7 @@ def test_one_cache_write_per_document_and_reruns_cost_nothing(
         embedder=HashEmbedder(),
     )
     assert rebuilt.chunks_written == chunks and len(server.requests) == before  # response cache
-    assert rebuilt.contexts is not None and rebuilt.contexts["response_cache_hits"] == chunks
+    assert rebuilt.contexts is not None and rebuilt.contexts.response_cache_hits == chunks
 
 
 def test_faults_lose_no_chunk(
@@ -105,8 +105,8 @@ def test_faults_lose_no_chunk(
     summary = report.contexts
     assert summary is not None
     faults = sum(1 for r in server.requests if r.fault)
-    assert faults > 0 and summary["retries"] >= faults
-    assert summary["failures"] == 0 and summary["flagged"] == 0
+    assert faults > 0 and summary.retries >= faults
+    assert summary.failures == 0 and summary.flagged == 0
     assert report.chunks_written == server.count("messages", 200)
 
 
@@ -161,7 +161,7 @@ def test_incremental_reindex_asks_the_llm_only_for_new_and_changed_text(
     # A context depends on its whole document, so the edited document is situated again in
     # full; the untouched ones cost nothing (not even re-split), the deleted one is gone.
     assert second.contexts is not None
-    assert len(sent) == second.contexts["requests"] == second.chunks_written
+    assert len(sent) == second.contexts.requests == second.chunks_written
     assert all("volcanoes" not in json.dumps(r.body) for r in sent)
     assert sum("lighthouses" in json.dumps(r.body) for r in sent) == 1
     assert second.points_total == Manifest.load(tmp_path / "idx").chunk_count

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ctxr.config import Settings
-from ctxr.enrich.situate.ledger import Ledger, ledger_path
+from ctxr.enrich.situate.ledger import Ledger, LedgerSummary, ledger_path
 from ctxr.enrich.situate.outline import OUTLINE_VERSION, situate
 from ctxr.enrich.situate.prompt import PROMPT_VERSION, document_part
 from ctxr.enrich.situate.queue import SituateResult, situate_documents
@@ -51,7 +51,7 @@ class ContextPlan:
 class ContextRun:
     situated: dict[str, list[ContextualChunk]]
     incomplete: set[str] = field(default_factory=set)  # documents with chunks that failed
-    ledger: dict[str, object] | None = None
+    ledger: LedgerSummary | None = None
 
 
 def resolve_context(settings: Settings, env: Mapping[str, str] | None = None) -> ContextPlan:

@@ -13,7 +13,7 @@ import json
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -68,6 +68,36 @@ class DocumentAccount:
             "response_cache_hits": self.response_cache_hits,
             **_usage_json(self.usage),
         }
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerSummary:
+    """A run's LLM account on one screen: what `ctxr index --json` prints under "contexts"."""
+
+    provider: str
+    model: str
+    prompt_version: str
+    started_at: str | None
+    wall_seconds: float
+    interrupted: bool
+    documents: int
+    uncached_documents: int  # documents with a prefix below the model's cacheable minimum
+    prefixes: int
+    cache_writes: int
+    requests: int
+    retries: int
+    failures: int
+    flagged: int
+    response_cache_hits: int
+    input_tokens: int
+    cache_write_tokens: int
+    cache_read_tokens: int
+    output_tokens: int
+    cache_read_share: float
+    dollars: float | None
+
+    def to_json(self) -> dict[str, object]:
+        return asdict(self)
 
 
 class Ledger:
@@ -167,32 +197,35 @@ class Ledger:
         dollars = self.dollars
         return line if dollars is None else f"{line}, ${dollars:.4f}"
 
-    def summary(self) -> dict[str, object]:
+    def summary(self) -> LedgerSummary:
         docs = self.documents.values()
-        return {
-            "provider": self.provider,
-            "model": self.model,
-            "prompt_version": self.prompt_version,
-            "started_at": self.started_at,
-            "wall_seconds": round(self.wall_seconds, 3),
-            "interrupted": self.interrupted,
-            "documents": len(self.documents),
-            "uncached_documents": sum(1 for d in docs if d.uncached_prefixes),
-            "prefixes": sum(d.prefixes for d in docs),
-            "cache_writes": sum(d.cache_writes for d in docs),
-            "requests": self.requests,
-            "retries": len(self.retries),
-            "failures": len(self.failures),
-            "flagged": len(self.flagged),
-            "response_cache_hits": self.response_cache_hits,
-            **_usage_json(self.usage),
-            "cache_read_share": round(cache_read_share(self.usage), 4),
-            "dollars": self.dollars,
-        }
+        return LedgerSummary(
+            provider=self.provider,
+            model=self.model,
+            prompt_version=self.prompt_version,
+            started_at=self.started_at,
+            wall_seconds=round(self.wall_seconds, 3),
+            interrupted=self.interrupted,
+            documents=len(self.documents),
+            uncached_documents=sum(1 for d in docs if d.uncached_prefixes),
+            prefixes=sum(d.prefixes for d in docs),
+            cache_writes=sum(d.cache_writes for d in docs),
+            requests=self.requests,
+            retries=len(self.retries),
+            failures=len(self.failures),
+            flagged=len(self.flagged),
+            response_cache_hits=self.response_cache_hits,
+            input_tokens=self.usage.input_tokens,
+            cache_write_tokens=self.usage.cache_write_tokens,
+            cache_read_tokens=self.usage.cache_read_tokens,
+            output_tokens=self.usage.output_tokens,
+            cache_read_share=round(cache_read_share(self.usage), 4),
+            dollars=self.dollars,
+        )
 
     def to_json(self) -> dict[str, object]:
         return {
-            "summary": self.summary(),
+            "summary": self.summary().to_json(),
             "failures": [{"chunk_id": c, "error": e} for c, e in self.failures],
             "flagged": [{"chunk_id": c, "reason": r} for c, r in self.flagged],
             "retries": [{"chunk_id": c, "error": e} for c, e in self.retries],

@@ -1,0 +1,82 @@
+"""`ctxr index`: files and folders into the hybrid index (or, with --dry-run, its cost)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from pathlib import Path
+
+import click
+
+from ctxr.cli.options import index_option
+from ctxr.config import CHUNKINGS, CONTEXT_MODES, load_settings
+
+
+@click.command("index")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@index_option
+@click.option("--rebuild", is_flag=True, help="delete the index and build it anew")
+@click.option("--prune/--no-prune", default=True, help="remove documents deleted from a folder")
+@click.option("--context", type=click.Choice(CONTEXT_MODES), default=None)
+@click.option("--chunk-tokens", type=int, default=None, help="chunk budget in tokens")
+@click.option(
+    "--chunking",
+    type=click.Choice(CHUNKINGS),
+    default=None,
+    help="structure, semantic (topic breakpoints) or parent (parent-child) [CTXR_CHUNKING]",
+)
+@click.option("--strict", is_flag=True, help="exit 1 if any file could not be loaded")
+@click.option("--json", "as_json", is_flag=True, help="print the report as JSON")
+@click.option("--dry-run", is_flag=True, help="only estimate the cost; write nothing")
+def index_command(
+    paths: tuple[Path, ...],
+    index_dir: Path | None,
+    rebuild: bool,
+    prune: bool,
+    context: str | None,
+    chunk_tokens: int | None,
+    chunking: str | None,
+    strict: bool,
+    as_json: bool,
+    dry_run: bool,
+) -> None:
+    """Index files and folders (Markdown, code, text) into a hybrid search index."""
+    from ctxr.cli import render
+    from ctxr.cli.progress import RichProgress
+    from ctxr.enrich.situate.contexts import resolve_context
+    from ctxr.pipeline.build import build_index
+    from ctxr.progress import NullProgress, Progress
+
+    settings = load_settings(
+        index_dir=index_dir, context=context, chunk_tokens=chunk_tokens, chunking=chunking
+    )
+    plan = resolve_context(settings)
+    if plan.kind == "llm" and not dry_run:
+        logging.getLogger("ctxr").info(f"contexts written by {plan.provider} {plan.model}")
+    elif settings.context == "auto":
+        logging.getLogger("ctxr").info(
+            "no LLM provider configured (ANTHROPIC_API_KEY, OPENAI_API_KEY or their *_BASE_URL): "
+            "chunks get outline contexts (title, path, headings)"
+        )
+    if dry_run:
+        from ctxr.pipeline.estimate import estimate_paths
+
+        models = [plan.model] if plan.kind == "llm" and plan.model else []
+        result = estimate_paths(paths, settings, models=models, ignore_manifest=rebuild)
+        render.print_estimate(result, as_json)
+        return
+    bar: Progress = NullProgress() if as_json else RichProgress(render.err_console)
+    if isinstance(bar, RichProgress):
+        with bar:
+            report = build_index(paths, settings, rebuild=rebuild, prune=prune, progress=bar)
+    else:
+        report = build_index(paths, settings, rebuild=rebuild, prune=prune, progress=bar)
+    if as_json:
+        click.echo(json.dumps(report.to_json(), indent=2))
+    else:
+        render.print_index_summary(report)
+    if strict and report.failed:
+        sys.exit(1)
+    if report.contexts and report.contexts.failures:
+        sys.exit(1)  # some chunks have outline contexts in place of failed LLM ones

@@ -1,0 +1,32 @@
+"""`ctxr serve`: the HTTP search API (needs the `server` extra)."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import click
+
+from ctxr.cli.options import index_option
+from ctxr.config import load_settings
+from ctxr.errors import ConfigError
+
+
+@click.command("serve")
+@index_option
+@click.option("--host", default="127.0.0.1", show_default=True, help="address to bind")
+@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
+def serve_command(index_dir: Path | None, host: str, port: int) -> None:
+    """Serve search over HTTP (POST /search, /health, /stats, /documents/ID, /docs)."""
+    try:
+        from ctxr.api.app import serve
+    except ImportError as exc:
+        raise ConfigError(
+            f"`ctxr serve` needs FastAPI and uvicorn ({exc}); pip install 'ctxr[server]'"
+        ) from exc
+    settings = load_settings(index_dir=index_dir)
+    if host not in ("127.0.0.1", "localhost", "::1") and settings.api_token is None:
+        logging.getLogger("ctxr").warning(
+            f"serving on {host} without CTXR_API_TOKEN: anyone who can reach it can search"
+        )
+    serve(settings, host=host, port=port)
