@@ -52,14 +52,13 @@ def default_chunker(settings: Settings, embedder: Embedder | None = None) -> Chu
         split = functools.partial(
             split_document, overlap_tokens=settings.chunk_overlap, encoding=settings.encoding
         )
-    count_tokens = getattr(embedder, "count_tokens", None)
-    if embedder is None or not callable(count_tokens) or not settings.cap_to_embedder:
+    if embedder is None or not settings.cap_to_embedder:
 
         def chunker(doc: Document) -> list[Chunk]:
             return split(doc, max_tokens=settings.chunk_tokens_for(doc.kind))
 
         return chunker
-    size = embedded_size(count_tokens)
+    size = embedded_size(embedder.count_tokens)
     limit = embedder.max_tokens - settings.context_reserve_tokens
 
     def capped(doc: Document) -> list[Chunk]:

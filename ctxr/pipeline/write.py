@@ -88,14 +88,11 @@ def _write_batch(
 ) -> None:
     # BM25 reads the whole context; the embedder reads only max_tokens, so there a long
     # context is trimmed at a sentence boundary rather than pushing the chunk's tail out.
-    count_tokens = getattr(embedder, "count_tokens", None)
-    to_embed = [c for p in batch for c in p.chunks]
-    if callable(count_tokens):
-        to_embed = [fit_context(c, count_tokens, embedder.max_tokens) for c in to_embed]
+    count_tokens = embedder.count_tokens
+    to_embed = [fit_context(c, count_tokens, embedder.max_tokens) for p in batch for c in p.chunks]
     texts = [c.indexed_text(context_first=context_first) for c in to_embed]
     vectors = embedder.embed(texts)
-    if callable(count_tokens):
-        report.chunks_truncated += sum(count_tokens(t) > embedder.max_tokens for t in texts)
+    report.chunks_truncated += sum(count_tokens(t) > embedder.max_tokens for t in texts)
     points: list[StoredPoint] = []
     row = 0
     for item in batch:

@@ -35,6 +35,9 @@ class HashEmbedder:
     def max_tokens(self) -> int:
         return 10_000
 
+    def count_tokens(self, text: str) -> int:
+        return len(_WORD.findall(text))
+
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         self.calls += 1
         self.texts_embedded += len(texts)

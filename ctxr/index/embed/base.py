@@ -36,6 +36,11 @@ class Embedder(Protocol):
         """The input limit in the model's own word pieces, special tokens included."""
         ...
 
+    def count_tokens(self, text: str) -> int:
+        """Word pieces `text` takes, special tokens included, before any truncation: the
+        indexer splits chunks and trims contexts so that what it embeds fits `max_tokens`."""
+        ...
+
     def embed(self, texts: Sequence[str]) -> FloatMatrix:
         """float32 rows of unit length, one per text, in input order; ``[]`` gives (0, dim)."""
         ...

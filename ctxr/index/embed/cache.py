@@ -37,8 +37,7 @@ class CachedEmbedder:
         return self.inner.max_tokens
 
     def count_tokens(self, text: str) -> int:
-        count = getattr(self.inner, "count_tokens", None)
-        return int(count(text)) if callable(count) else 0
+        return self.inner.count_tokens(text)
 
     def _key(self, text: str) -> str:
         digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
