@@ -1,14 +1,80 @@
-"""The payload of a point: the one schema the writer fills and the search reads back."""
+"""The payload of a point: the one schema the writer fills and the search reads back.
+
+`ChunkPayload` is that schema, typed: the writer builds it with `chunk_payload`, the stores
+return it on every hit, the search reads it by these keys (mypy checks them), and the filter
+language (`ctxr.index.filters`) names a subset of them. Fields marked `NotRequired` were added
+after the first indexes were written; readers give them a default, so old indexes still read.
+`KEYWORD_FIELDS` get a keyword index in every store.
+"""
 
 from __future__ import annotations
 
 import re
 from pathlib import PurePosixPath
+from typing import Final, NotRequired, TypedDict
+
+from ctxr.types import ContextualChunk, Document
 
 SPACE_AFTER_MAX = 256  # the longest whitespace run the writer stores after a chunk
-
+# Payload fields we filter on get a keyword index, so deleting a document's points stays cheap
+# and a search filter on them is planned from the index.
+KEYWORD_FIELDS: Final = (
+    *("doc_id", "source", "kind", "language", "source_dirs", "source_dir", "source_ext"),
+)
 
 _SPACE = re.compile(r"\s*")
+
+
+class ChunkPayload(TypedDict):
+    doc_id: str
+    source: str
+    # What directory and glob filters on `source` match (see `source_fields`).
+    source_dirs: NotRequired[list[str]]
+    source_dir: NotRequired[str]
+    source_ext: NotRequired[str]
+    title: str
+    kind: str
+    language: str | None
+    doc_sha256: str
+    index: int
+    start: int
+    end: int
+    space_after: NotRequired[str]  # lets merged passages stay exact
+    token_count: int
+    heading_path: list[str]
+    prefix: NotRequired[str]
+    pages: NotRequired[list[int]]
+    parent_start: NotRequired[int | None]
+    parent_end: NotRequired[int | None]
+    text: str
+    context: str
+    context_kind: str
+
+
+def chunk_payload(document: Document, situated: ContextualChunk) -> ChunkPayload:
+    chunk = situated.chunk
+    return {
+        "doc_id": document.doc_id,
+        "source": document.source,
+        **source_fields(document.source),
+        "title": document.title,
+        "kind": document.kind,
+        "language": document.language,
+        "doc_sha256": document.sha256,
+        "index": chunk.index,
+        "start": chunk.start,
+        "end": chunk.end,
+        "space_after": space_after(document.text, chunk.end),
+        "token_count": chunk.token_count,
+        "heading_path": list(chunk.heading_path),
+        "prefix": chunk.prefix,
+        "pages": list(chunk.pages),
+        "parent_start": chunk.parent_start,
+        "parent_end": chunk.parent_end,
+        "text": chunk.text,
+        "context": situated.context,
+        "context_kind": situated.context_kind,
+    }
 
 
 def space_after(text: str, end: int) -> str:
@@ -17,8 +83,14 @@ def space_after(text: str, end: int) -> str:
     return found.group() if found else ""
 
 
-def source_fields(source: str) -> dict[str, object]:
-    """The payload fields that directory and glob filters on `source` match (see module doc)."""
+class SourceFields(TypedDict):
+    source_dirs: list[str]  # every ancestor directory
+    source_dir: str  # the parent, "" at the top
+    source_ext: str
+
+
+def source_fields(source: str) -> SourceFields:
+    """The payload fields that directory and glob filters on `source` match."""
     path = PurePosixPath(source)
     parent = path.parent
     dirs = [str(p) for p in reversed(path.parents) if str(p) not in (".", "/")]

@@ -16,7 +16,7 @@ from ctxr.index import components
 from ctxr.index.bm25.weights import Bm25Params, document_vector
 from ctxr.index.embed.base import Embedder
 from ctxr.index.manifest import DocumentEntry, Manifest
-from ctxr.index.payload import source_fields, space_after
+from ctxr.index.payload import chunk_payload
 from ctxr.index.store.base import Store, StoredPoint
 from ctxr.pipeline.report import IndexReport
 from ctxr.progress import Progress
@@ -102,7 +102,7 @@ def _write_batch(
                     point_id=situated.chunk.chunk_id,
                     dense=vectors[row].tolist(),
                     sparse=document_vector(terms, avg_len, params),
-                    payload=_payload(item.document, situated),
+                    payload=chunk_payload(item.document, situated),
                 )
             )
             row += 1
@@ -124,29 +124,3 @@ def _write_batch(
     manifest.save(Path(report.index_dir))  # after the flush: the manifest never runs ahead
     report.documents_indexed += len(batch)
     report.chunks_written += len(points)
-
-
-def _payload(document: Document, situated: ContextualChunk) -> dict[str, object]:
-    chunk = situated.chunk
-    return {
-        "doc_id": document.doc_id,
-        "source": document.source,
-        **source_fields(document.source),  # what directory and glob filters match
-        "title": document.title,
-        "kind": document.kind,
-        "language": document.language,
-        "doc_sha256": document.sha256,
-        "index": chunk.index,
-        "start": chunk.start,
-        "end": chunk.end,
-        "space_after": space_after(document.text, chunk.end),  # lets merged passages stay exact
-        "token_count": chunk.token_count,
-        "heading_path": list(chunk.heading_path),
-        "prefix": chunk.prefix,
-        "pages": list(chunk.pages),
-        "parent_start": chunk.parent_start,
-        "parent_end": chunk.parent_end,
-        "text": chunk.text,
-        "context": situated.context,
-        "context_kind": situated.context_kind,
-    }

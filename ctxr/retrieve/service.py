@@ -25,6 +25,7 @@ from ctxr.index.bm25.weights import query_vector
 from ctxr.index.embed.base import Embedder
 from ctxr.index.filters import PayloadFilter, parse_filters
 from ctxr.index.manifest import Manifest
+from ctxr.index.payload import ChunkPayload
 from ctxr.index.store import factory as store_factory
 from ctxr.index.store.base import ScoredRecord
 from ctxr.retrieve.expand import expand_parents
@@ -186,7 +187,7 @@ class SearchService:
         return [_hit(rank, item, records[item.key].payload) for rank, item in
                 enumerate(fused[:k], start=1)]  # fmt: skip
 
-    def _payloads(self, doc_id: str) -> list[dict[str, Any]]:
+    def _payloads(self, doc_id: str) -> list[ChunkPayload]:
         return [r.payload for r in self._store.document_points(doc_id)]
 
     def document(self, doc_id: str) -> dict[str, Any] | None:
@@ -235,17 +236,17 @@ def _parents(rankings: dict[str, list[ScoredRecord]]) -> dict[str, tuple[int, in
     return found
 
 
-def _hit(rank: int, item: Fused[str], payload: dict[str, Any]) -> Hit:
+def _hit(rank: int, item: Fused[str], payload: ChunkPayload) -> Hit:
     return Hit(
         rank=rank,
         chunk_id=item.key,
-        doc_id=str(payload["doc_id"]),
-        source=str(payload["source"]),
-        start=int(payload["start"]),
-        end=int(payload["end"]),
+        doc_id=payload["doc_id"],
+        source=payload["source"],
+        start=payload["start"],
+        end=payload["end"],
         heading_path=tuple(payload.get("heading_path") or ()),
-        text=str(payload["text"]),
-        context=str(payload.get("context") or ""),
+        text=payload["text"],
+        context=payload.get("context") or "",
         score=item.score,
         scores=item.by_retriever,
     )
@@ -255,13 +256,13 @@ def _chunk(record: ScoredRecord) -> dict[str, Any]:
     p = record.payload
     return {
         "chunk_id": record.point_id,
-        "index": int(p.get("index", 0)),
-        "start": int(p["start"]),
-        "end": int(p["end"]),
+        "index": p.get("index", 0),
+        "start": p["start"],
+        "end": p["end"],
         "token_count": p.get("token_count"),
         "heading_path": list(p.get("heading_path") or ()),
-        "prefix": str(p.get("prefix") or ""),
-        "text": str(p["text"]),
-        "context": str(p.get("context") or ""),
+        "prefix": p.get("prefix") or "",
+        "text": p["text"],
+        "context": p.get("context") or "",
         "context_kind": p.get("context_kind"),
     }

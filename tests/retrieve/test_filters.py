@@ -301,3 +301,11 @@ def test_cli_filter_and_merge(examples_index: BuiltIndex, tmp_path: Path) -> Non
     assert '"source": "examples/docs' not in result.output
     result = CliRunner().invoke(main, [*args, "--filter", "colour=red"])
     assert result.exit_code != 0 and "'colour'" in result.output
+
+
+def test_filter_and_index_fields_are_payload_fields() -> None:
+    from ctxr.index.filters import FIELDS
+    from ctxr.index.payload import KEYWORD_FIELDS, ChunkPayload
+
+    schema = ChunkPayload.__required_keys__ | ChunkPayload.__optional_keys__
+    assert set(FIELDS) <= schema and set(KEYWORD_FIELDS) <= schema

@@ -11,18 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from ctxr.index.bm25.weights import SparseTerms
 from ctxr.index.filters import PayloadFilter
+from ctxr.index.payload import ChunkPayload
 
 DENSE_VECTOR = "dense"
 SPARSE_VECTOR = "bm25"
-# Payload fields we filter on get a keyword index, so deleting a document's points stays cheap
-# and a search filter (ctxr.index.filters) on them is planned from the index.
-KEYWORD_FIELDS = (
-    *("doc_id", "source", "kind", "language", "source_dirs", "source_dir", "source_ext"),
-)
 # Points fetched per scroll page when listing one document's chunks.
 SCROLL_PAGE = 256
 
@@ -32,14 +28,14 @@ class StoredPoint:
     point_id: str
     dense: Sequence[float]
     sparse: SparseTerms
-    payload: dict[str, Any]
+    payload: ChunkPayload
 
 
 @dataclass(frozen=True, slots=True)
 class ScoredRecord:
     point_id: str
     score: float
-    payload: dict[str, Any]
+    payload: ChunkPayload
 
 
 class Store(Protocol):

@@ -9,16 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import qdrant_edge as qe
 
 from ctxr.errors import IndexError_
 from ctxr.index.bm25.weights import SparseTerms
 from ctxr.index.filters import AllOf, AnyOf, Condition, PayloadFilter, Range, match_values
+from ctxr.index.payload import KEYWORD_FIELDS, ChunkPayload
 from ctxr.index.store.base import (
     DENSE_VECTOR,
-    KEYWORD_FIELDS,
     SCROLL_PAGE,
     SPARSE_VECTOR,
     ScoredRecord,
@@ -76,7 +76,7 @@ class EdgeStore:
                     DENSE_VECTOR: [float(x) for x in p.dense],
                     SPARSE_VECTOR: qe.SparseVector(p.sparse.indices, p.sparse.values),
                 },
-                p.payload,
+                dict(p.payload),
             )
             for p in points
         ]
@@ -112,7 +112,7 @@ class EdgeStore:
             params=self._params,
         )
         return [
-            ScoredRecord(str(p.id), float(p.score), dict(p.payload or {}))
+            ScoredRecord(str(p.id), float(p.score), _payload(p.payload))
             for p in self._shard.query(request)
         ]
 
@@ -128,7 +128,7 @@ class EdgeStore:
                 offset=offset, limit=SCROLL_PAGE, filter=match, with_payload=True, with_vector=False
             )
             page, offset = self._shard.scroll(request)
-            records.extend(ScoredRecord(str(p.id), 0.0, dict(p.payload or {})) for p in page)
+            records.extend(ScoredRecord(str(p.id), 0.0, _payload(p.payload)) for p in page)
             if offset is None:
                 break
         return sorted(records, key=lambda r: int(r.payload.get("index", 0)))
@@ -161,3 +161,8 @@ def edge_filter(spec: PayloadFilter | None) -> Any:
         return qe.FieldCondition(c.key, match=qe.MatchAny(match_values(c)))
 
     return condition(spec)
+
+
+def _payload(stored: dict[str, Any] | None) -> ChunkPayload:
+    # What the store gives back is what `chunk_payload` wrote; Qdrant keeps JSON, not types.
+    return cast(ChunkPayload, dict(stored or {}))

@@ -2,7 +2,8 @@
 
 Talks to Qdrant through `qdrant-client` (the `server` extra). The collection holds one point
 per chunk: the named dense vector `dense` (cosine), the sparse vector `bm25` with Qdrant's IDF
-modifier, the payload `writer.py` writes, and keyword indexes on `doc_id` and `source`. Writes
+modifier, the payload `ctxr.index.payload` defines, and keyword indexes on `doc_id` and
+`source`. Writes
 wait for the server's acknowledgement, so `flush()` has nothing left to do and the manifest
 (a local file, as with the edge backend) never claims more than the server holds. A server
 builds its HNSW index by itself, so `optimize()` does nothing and says so by returning False.
@@ -16,7 +17,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit, urlunsplit
 
 from qdrant_client import QdrantClient, models
@@ -25,9 +26,9 @@ from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedR
 from ctxr.errors import ConfigError, IndexError_, IndexMismatchError, IndexNotFoundError
 from ctxr.index.bm25.weights import SparseTerms
 from ctxr.index.filters import AllOf, AnyOf, Condition, PayloadFilter, Range, match_values
+from ctxr.index.payload import KEYWORD_FIELDS, ChunkPayload
 from ctxr.index.store.base import (
     DENSE_VECTOR,
-    KEYWORD_FIELDS,
     SCROLL_PAGE,
     SPARSE_VECTOR,
     ScoredRecord,
@@ -220,7 +221,7 @@ class QdrantServerStore:
                                 indices=list(p.sparse.indices), values=list(p.sparse.values)
                             ),
                         },
-                        payload=p.payload,
+                        payload=dict(p.payload),
                     )
                     for p in points[start : start + UPSERT_BATCH]
                 ]
@@ -262,7 +263,7 @@ class QdrantServerStore:
                 search_params=self._params,
             )
         return [
-            ScoredRecord(str(p.id), float(p.score), dict(p.payload or {})) for p in response.points
+            ScoredRecord(str(p.id), float(p.score), _payload(p.payload)) for p in response.points
         ]
 
     def count(self) -> int:
@@ -283,7 +284,7 @@ class QdrantServerStore:
                     with_payload=True,
                     with_vectors=False,
                 )
-                records.extend(ScoredRecord(str(p.id), 0.0, dict(p.payload or {})) for p in page)
+                records.extend(ScoredRecord(str(p.id), 0.0, _payload(p.payload)) for p in page)
                 if offset is None:
                     break
         return sorted(records, key=lambda r: int(r.payload.get("index", 0)))
@@ -317,3 +318,8 @@ def client_filter(spec: PayloadFilter | None) -> models.Filter | None:
         return models.FieldCondition(key=c.key, match=models.MatchAny(any=match_values(c)))
 
     return models.Filter(must=[condition(x) for x in spec.conditions])
+
+
+def _payload(stored: dict[str, Any] | None) -> ChunkPayload:
+    # What the store gives back is what `chunk_payload` wrote; Qdrant keeps JSON, not types.
+    return cast(ChunkPayload, dict(stored or {}))
