@@ -14,10 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ctxr.config import Settings
-from ctxr.enrich.load.documents import load_document
-from ctxr.enrich.load.walk import Skipped, walk
 from ctxr.enrich.situate.contexts import ContextPlan, resolve_context, situate_all
-from ctxr.errors import LoadError
 from ctxr.index import components
 from ctxr.index.bm25.analyzer import Bm25Analyzer
 from ctxr.index.embed.base import Embedder
@@ -25,6 +22,7 @@ from ctxr.index.manifest import MANIFEST_NAME, Manifest
 from ctxr.index.store import factory as store_factory
 from ctxr.index.store.base import Store
 from ctxr.pipeline.chunking import Chunker, default_chunker
+from ctxr.pipeline.collect import load_paths
 from ctxr.pipeline.recipe import document_recipe
 from ctxr.pipeline.report import IndexReport
 from ctxr.pipeline.write import Prepared, write
@@ -182,19 +180,7 @@ def _load_changed(
     progress: Progress,
 ) -> list[Document]:
     todo: list[Document] = []
-    progress.start("files", None)
-    for item in walk(paths, settings.max_file_bytes):
-        if isinstance(item, Skipped):
-            report.skipped.append(item)
-            continue
-        report.files_seen += 1
-        progress.advance("files")
-        try:
-            document = load_document(item)
-        except LoadError as exc:
-            report.failed.append((exc.path, exc.reason))
-            progress.note(f"skipped {exc}")
-            continue
+    for document in load_paths(paths, settings.max_file_bytes, report, progress):
         if manifest.is_current(document.doc_id, document.sha256, recipe):
             report.documents_unchanged += 1
         else:

@@ -25,13 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from ctxr.config import Settings
-from ctxr.enrich.load.documents import load_document
-from ctxr.enrich.load.walk import Skipped, walk
 from ctxr.enrich.situate.contexts import ContextPlan
 from ctxr.enrich.situate.prompt import PROMPT_VERSION, SituateRequest, document_part
 from ctxr.enrich.situate.response_cache import ResponseCache, cache_key
 from ctxr.enrich.situate.window import Prefix, plan_prefixes
-from ctxr.errors import LoadError
 from ctxr.index import components
 from ctxr.index.manifest import MANIFEST_NAME, Manifest
 from ctxr.llm.base import Usage
@@ -39,6 +36,7 @@ from ctxr.llm.clients import PLACEHOLDER_KEY
 from ctxr.llm.pricing import ModelPrice, PriceTable, load_prices
 from ctxr.llm.registry import DEFAULT_MODELS, detect_provider, make_llm
 from ctxr.pipeline.chunking import Chunker, default_chunker
+from ctxr.pipeline.collect import LoadTally, load_paths
 from ctxr.pipeline.estimate_report import DocumentCost, Estimate, ModelEstimate
 from ctxr.pipeline.estimate_tokens import anthropic_usages, openai_encoding, openai_usage
 from ctxr.pipeline.recipe import document_recipe
@@ -73,21 +71,10 @@ def default_model(settings: Settings) -> str:
 
 def estimate_paths(paths: Sequence[str | Path], settings: Settings, **options: Any) -> Estimate:
     """Estimate indexing files and folders, loaded exactly as `build_index` loads them."""
-    documents: list[Document] = []
-    skipped: list[Skipped] = []
-    failed: list[tuple[str, str]] = []
-    seen = 0
-    for item in walk(paths, settings.max_file_bytes):
-        if isinstance(item, Skipped):
-            skipped.append(item)
-            continue
-        seen += 1
-        try:
-            documents.append(load_document(item))
-        except LoadError as exc:
-            failed.append((exc.path, exc.reason))
+    tally = LoadTally()
+    documents = list(load_paths(paths, settings.max_file_bytes, tally))
     result = estimate_documents(documents, settings, **options)
-    result.files_seen, result.skipped, result.failed = seen, skipped, failed
+    result.files_seen, result.skipped, result.failed = tally.files_seen, tally.skipped, tally.failed
     return result
 
 

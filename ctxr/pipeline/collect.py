@@ -1,0 +1,56 @@
+"""The corpus walk that the indexer and the estimate share: files in, Documents out.
+
+One loop, so a dry run and a real run can never disagree about which files they load, skip
+or fail on. What it passes over is tallied on the run's report (`IndexReport` or `Estimate`,
+both `Tally`s); one bad file is recorded and the walk goes on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from ctxr.enrich.load.documents import load_document
+from ctxr.enrich.load.walk import Skipped, walk
+from ctxr.errors import LoadError
+from ctxr.progress import NullProgress, Progress
+from ctxr.types import Document
+
+
+class Tally(Protocol):
+    files_seen: int
+    skipped: list[Skipped]
+    failed: list[tuple[str, str]]
+
+
+@dataclass(slots=True)
+class LoadTally:
+    """A `Tally` of its own, for a caller that counts before it has a report."""
+
+    files_seen: int = 0
+    skipped: list[Skipped] = field(default_factory=list)
+    failed: list[tuple[str, str]] = field(default_factory=list)
+
+
+def load_paths(
+    paths: Sequence[str | Path],
+    max_file_bytes: int,
+    tally: Tally,
+    progress: Progress | None = None,
+) -> Iterator[Document]:
+    """Every loadable document under `paths`, in walk order; skips and failures go to `tally`."""
+    progress = progress or NullProgress()
+    progress.start("files", None)
+    for item in walk(paths, max_file_bytes):
+        if isinstance(item, Skipped):
+            tally.skipped.append(item)
+            continue
+        tally.files_seen += 1
+        progress.advance("files")
+        try:
+            yield load_document(item)
+        except LoadError as exc:
+            tally.failed.append((exc.path, exc.reason))
+            progress.note(f"skipped {exc}")
