@@ -21,6 +21,7 @@ SearchMode = Literal["hybrid", "dense", "bm25"]
 FusionMethod = Literal["dbsf", "rrf", "weighted"]
 Chunking = Literal["structure", "semantic", "parent"]
 RerankerName = Literal["llm", "http", "cross-encoder"]
+RerankChoice = Literal[RerankerName, "none"]  # what a request may name; "none" turns it off
 Retriever = Literal["dense", "bm25"]
 
 # The one list of each choice: the CLI's click.Choice, the API's models and the search service
@@ -120,7 +121,7 @@ class Settings(BaseSettings):
         10_000, ge=0, description="build HNSW after a run once the index holds this many points"
     )
     # Reranking (`ctxr.retrieve.rerank.base`): off unless a request or CTXR_RERANK names a reranker.
-    rerank: RerankerName | Literal["none"] | None = Field(
+    rerank: RerankChoice | None = Field(
         None, description="reranker used when a request names none; none/unset = off"
     )
     rerank_candidates: int = Field(

@@ -9,11 +9,11 @@ misspelt filter must not come back unfiltered.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 
-from ctxr.config import FusionMethod, RerankerName, SearchMode, Settings
+from ctxr.config import FusionMethod, RerankChoice, SearchMode, Settings
 from ctxr.errors import ConfigError
 from ctxr.index.filters import parse_filters
 
@@ -36,7 +36,7 @@ class SearchRequestBase(BaseModel):
     )
     merge: bool = Field(False, description="merge adjacent hits of one document into passages")
     expand: bool = Field(False, description="return each hit's parent section (parent chunking)")
-    rerank: RerankerName | Literal["none"] | None = Field(
+    rerank: RerankChoice | None = Field(
         None, description="reranker over the top CTXR_RERANK_CANDIDATES; default CTXR_RERANK"
     )
 
