@@ -9,7 +9,9 @@ CtxrError
 │   ├── IndexNotFoundError
 │   └── IndexMismatchError
 ├── EmbedderError          the embedding model cannot be loaded or run
-└── DatasetError           an evaluation data set is missing or malformed
+├── DatasetError           an evaluation data set is missing or malformed
+├── ProviderError          an LLM or embedding provider call failed; says if a retry can help
+└── RerankError            a reranker gave no order; the search returns the fused one, flagged
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ send).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Final
 
@@ -25,6 +26,15 @@ DEFAULT_MODELS: Final[Mapping[str, str]] = {
     "openai": "gpt-4o-mini",
 }
 PROVIDER_ENV = "CTXR_LLM_PROVIDER"
+
+
+def choose_provider(explicit: str | None, env: Mapping[str, str] | None = None) -> str | None:
+    """The provider a run uses: the one set (`CTXR_LLM_PROVIDER`, a flag, a Python argument),
+    else the one `detect_provider` finds in `env` (default: the process environment), else None.
+    The context writers, the estimate and the LLM reranker all choose here."""
+    if explicit:
+        return detect_provider({PROVIDER_ENV: explicit})
+    return detect_provider(os.environ if env is None else env)
 
 
 def detect_provider(env: Mapping[str, str]) -> str | None:

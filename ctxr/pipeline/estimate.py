@@ -19,7 +19,6 @@ from one comparison, not a measured margin), or `exact=True` to ask Anthropic's 
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -34,7 +33,7 @@ from ctxr.index.manifest import MANIFEST_NAME, Manifest
 from ctxr.llm.base import Usage
 from ctxr.llm.clients import PLACEHOLDER_KEY
 from ctxr.llm.pricing import ModelPrice, PriceTable, load_prices
-from ctxr.llm.registry import DEFAULT_MODELS, detect_provider, make_llm
+from ctxr.llm.registry import DEFAULT_MODELS, choose_provider, make_llm
 from ctxr.pipeline.chunking import Chunker, default_chunker
 from ctxr.pipeline.collect import LoadTally, load_paths
 from ctxr.pipeline.estimate_report import DocumentCost, Estimate, ModelEstimate
@@ -63,10 +62,7 @@ def default_model(settings: Settings) -> str:
     """The model a real run would use; Anthropic's default when no provider is configured."""
     if settings.llm_model:
         return settings.llm_model
-    env = dict(os.environ)
-    if settings.llm_provider:
-        env["CTXR_LLM_PROVIDER"] = settings.llm_provider
-    return DEFAULT_MODELS[detect_provider(env) or "anthropic"]
+    return DEFAULT_MODELS[choose_provider(settings.llm_provider) or "anthropic"]
 
 
 def estimate_paths(paths: Sequence[str | Path], settings: Settings, **options: Any) -> Estimate:

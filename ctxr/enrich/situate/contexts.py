@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -25,7 +24,7 @@ from ctxr.enrich.situate.response_cache import ResponseCache
 from ctxr.errors import ConfigError
 from ctxr.llm.pricing import load_prices
 from ctxr.llm.ratelimit import RateLimits
-from ctxr.llm.registry import DEFAULT_MODELS, PROVIDER_ENV, detect_provider, make_llm
+from ctxr.llm.registry import DEFAULT_MODELS, choose_provider, make_llm
 from ctxr.progress import Progress
 from ctxr.tokens import count_tokens
 from ctxr.types import Chunk, ContextKind, ContextualChunk, Document
@@ -55,12 +54,9 @@ class ContextRun:
 
 
 def resolve_context(settings: Settings, env: Mapping[str, str] | None = None) -> ContextPlan:
-    env = dict(os.environ if env is None else env)
-    if settings.llm_provider:
-        env[PROVIDER_ENV] = settings.llm_provider
     if settings.context in ("outline", "none"):
         return ContextPlan(settings.context)
-    provider = detect_provider(env)
+    provider = choose_provider(settings.llm_provider, env)
     if provider is None:
         if settings.context == "llm":
             raise ConfigError(

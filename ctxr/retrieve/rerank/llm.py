@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 from collections.abc import Sequence
 from typing import Final
@@ -98,7 +97,7 @@ class LLMReranker:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> LLMReranker:
-        provider = settings.llm_provider or registry.detect_provider(os.environ)
+        provider = registry.choose_provider(settings.llm_provider)
         if provider is None:
             raise ConfigError(
                 "the llm reranker needs an LLM provider: set ANTHROPIC_API_KEY or "
