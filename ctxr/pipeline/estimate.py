@@ -25,12 +25,19 @@ from typing import Any
 
 from ctxr.config import Settings
 from ctxr.enrich.situate.contexts import ContextPlan
+from ctxr.enrich.situate.group import (
+    ANSWER_OVERHEAD_TOKENS,
+    GROUP_PROMPT_VERSION,
+    group_request,
+    plan_groups,
+)
 from ctxr.enrich.situate.prompt import PROMPT_VERSION, SituateRequest, document_part
 from ctxr.enrich.situate.response_cache import ResponseCache, cache_key
+from ctxr.enrich.situate.validate import DEFAULT_MAX_TOKENS
 from ctxr.enrich.situate.window import Prefix, plan_prefixes
 from ctxr.index import components
 from ctxr.index.manifest import MANIFEST_NAME, Manifest
-from ctxr.llm.base import Usage
+from ctxr.llm.base import CompletionRequest, Usage
 from ctxr.llm.clients import PLACEHOLDER_KEY
 from ctxr.llm.pricing import ModelPrice, PriceTable, load_prices
 from ctxr.llm.registry import DEFAULT_MODELS, choose_provider, make_llm
@@ -109,7 +116,7 @@ def estimate_documents(
     try:
         for model in chosen:
             price = prices.get(model)
-            plan = ContextPlan("llm", price.provider, model)
+            plan = ContextPlan("llm", price.provider, model, settings.llm_group_size)
             recipe = document_recipe(settings, plan, chunker_name)
             todo = [d for d in documents if _changed(manifest, d, recipe)]
             pairs = [(d, chunks(d.doc_id)) for d in todo]
@@ -162,6 +169,7 @@ def _estimate_model(
     exact: bool,
 ) -> ModelEstimate:
     provider = price.provider
+    group_size = settings.llm_group_size
     # The request bodies come from the provider class itself; no request is ever sent.
     llm = make_llm(provider, model, api_key=PLACEHOLDER_KEY)
     if provider == "openai":
@@ -185,20 +193,25 @@ def _estimate_model(
         )
         result.chunks += len(chunks)
     work: list[tuple[Prefix, list[dict[str, Any]]]] = []
+    outputs: list[int] = []  # output tokens per prefix's requests
     for prefix in prefixes:
         pending = [c for c in prefix.window.chunks if not _answered(cache, llm, prefix, c)]
         result.chunks_answered += len(prefix.window.chunks) - len(pending)
         if pending:
-            bodies = [llm.request_body(_request(prefix, c).completion()) for c in pending]
-            work.append((prefix, bodies))
+            # The queue's own planner: identical chunks asked once, `group_size` a request.
+            groups = plan_groups(pending, group_size)
+            work.append((prefix, [llm.request_body(_request(prefix, g)) for g in groups]))
+            grouped = sum(len(g) for g in groups if len(g) > 1)
+            outputs.append(out * sum(len(g) for g in groups) + ANSWER_OVERHEAD_TOKENS * grouped)
+            result.chunks_deduplicated += len(pending) - sum(len(g) for g in groups)
     if provider == "openai":
         usages = [openai_usage(p, bodies, encoding) for p, bodies in work]
     else:
         usages = anthropic_usages(work, encoding, model if exact else None)
         if exact:
             result.tokens_exact, result.token_note = True, "exact (Anthropic count_tokens)"
-    for (prefix, bodies), usage in zip(work, usages, strict=True):
-        usage = usage + Usage(output_tokens=out * len(bodies))
+    for (prefix, bodies), usage, output in zip(work, usages, outputs, strict=True):
+        usage = usage + Usage(output_tokens=output)
         account = accounts[prefix.document.doc_id]
         account.chunks += len(bodies)
         account.requests += len(bodies)
@@ -215,24 +228,31 @@ def _estimate_model(
     return result
 
 
-def _request(prefix: Prefix, chunk: Chunk) -> SituateRequest:
-    # Always marked: the marker shows where the cacheable prefix ends; `prefix.cache` decides
-    # below whether it is billed as cached (a request below the minimum carries none).
-    return SituateRequest(prefix.window.text, chunk.text, chunk.heading_path, True)
+def _request(prefix: Prefix, group: tuple[Chunk, ...]) -> CompletionRequest:
+    """The request the queue sends for `group`. Always marked: the marker shows where the
+    cacheable prefix ends; `prefix.cache` decides below whether it is billed as cached (a
+    request below the minimum carries none)."""
+    if len(group) > 1:
+        return group_request(prefix.window.text, group, True, DEFAULT_MAX_TOKENS)
+    chunk = group[0]
+    return SituateRequest(prefix.window.text, chunk.text, chunk.heading_path, True).completion()
 
 
 def _answered(cache: ResponseCache | None, llm: Any, prefix: Prefix, chunk: Chunk) -> bool:
     if cache is None:
         return False
-    key = cache_key(
-        provider=llm.provider,
-        model=llm.model,
-        prompt_version=PROMPT_VERSION,
-        document_sha256=prefix.document.sha256,
-        chunk_text=chunk.text,
-        heading_path=chunk.heading_path,
-    )
-    return cache.get(key) is not None
+    for version in (PROMPT_VERSION, GROUP_PROMPT_VERSION):  # as the queue looks them up
+        key = cache_key(
+            provider=llm.provider,
+            model=llm.model,
+            prompt_version=version,
+            document_sha256=prefix.document.sha256,
+            chunk_text=chunk.text,
+            heading_path=chunk.heading_path,
+        )
+        if cache.get(key) is not None:
+            return True
+    return False
 
 
 def _embedding(

@@ -61,6 +61,7 @@ class ModelEstimate:
     documents_unchanged: int = 0  # by the manifest: cost nothing
     chunks: int = 0  # of the documents to (re)index
     chunks_answered: int = 0  # in the response cache already
+    chunks_deduplicated: int = 0  # identical to another chunk of their document: no request
     requests: int = 0
     prefixes: int = 0
     cached_prefixes: int = 0
@@ -119,6 +120,7 @@ class ModelEstimate:
             "uncached_documents": sum(1 for d in self.documents if d.requests and not d.cached),
             "chunks": self.chunks,
             "chunks_answered": self.chunks_answered,
+            "chunks_deduplicated": self.chunks_deduplicated,
             "requests": self.requests,
             "prefixes": self.prefixes,
             "cached_prefixes": self.cached_prefixes,

@@ -11,8 +11,9 @@ import pytest
 
 from ctxr.enrich.situate.ledger import Ledger
 from ctxr.enrich.situate.outline import outline_context
-from ctxr.enrich.situate.queue import Backoff, SituateResult, situate_documents
+from ctxr.enrich.situate.queue import situate_documents
 from ctxr.enrich.situate.response_cache import ResponseCache
+from ctxr.enrich.situate.results import Backoff, SituateResult
 from ctxr.errors import ProviderError
 from ctxr.llm.base import Usage
 from ctxr.llm.ratelimit import RateLimiter, RateLimits

@@ -22,6 +22,7 @@ from fakes.llm_wire import (
     count_request_tokens,
     count_text_tokens,
     error_body,
+    forced_tool,
     min_cacheable_tokens,
     openai_completion,
     prompt_parts,
@@ -187,6 +188,9 @@ def generate(fake: FakeLLMServer, provider: Provider, body: Any, record: Recorde
     if limit is not None and (not isinstance(limit, int) or limit < 1):
         raise BadRequest(f"{key}: must be a positive integer")
     model = str(body["model"])
+    if provider == "openai" and fake.refuse_schemas and body.get("response_format"):
+        raise BadRequest("response_format: this server does not support structured outputs")
+    tool = forced_tool(body) if provider == "anthropic" else None
     plan: AnthropicPlan | OpenAIPlan
     with fake._lock:
         if provider == "anthropic":
@@ -216,5 +220,6 @@ def generate(fake: FakeLLMServer, provider: Provider, body: Any, record: Recorde
             fake.openai_cache.commit(plan)
             usage = plan.usage(output)
         record.usage, record.text = usage, text
-    build = anthropic_message if provider == "anthropic" else openai_completion
-    return json.dumps(build(model, text, usage, cut)).encode()
+    if provider == "anthropic":
+        return json.dumps(anthropic_message(model, text, usage, cut, tool)).encode()
+    return json.dumps(openai_completion(model, text, usage, cut)).encode()

@@ -107,8 +107,11 @@ class FakeLLMServer:
         keep_bodies: bool = True,
         embedding_scale: float = 1.0,
         api_key: str | None = None,
+        refuse_schemas: bool = False,
     ) -> None:
         self.latency, self.keep_bodies, self.api_key = latency, keep_bodies, api_key
+        # An OpenAI-compatible server without structured outputs: 400 for `response_format`.
+        self.refuse_schemas = refuse_schemas
         self.embedding_scale = embedding_scale
         self.respond: Callable[[Any], str] = respond or default_respond
         self.min_cacheable = dict(

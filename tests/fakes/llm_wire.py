@@ -172,6 +172,15 @@ def prefix_hash(model: str, parts: Sequence[PromptPart]) -> str:
 
 _DOC = re.compile(r"<document>\s*(.*?)\s*</document>", re.S)
 _CHUNK = re.compile(r"<chunk>\s*(.*?)\s*</chunk>", re.S)
+_GROUP_CHUNK = re.compile(r'<chunk id="([^"]+)">\s*(.*?)\s*</chunk>', re.S)
+
+
+def context_for(document: str, chunk: str) -> str:
+    """The fake model's context for one chunk: the document's first line, the chunk's words."""
+    first_line = next((ln.strip() for ln in document.splitlines() if ln.strip()), "the document")
+    title = first_line.lstrip("#/*-; ").strip()[:80] or "the document"
+    words = " ".join(chunk.split()[:8]) or "an empty passage"
+    return f"This chunk is from {title} and covers {words}."
 
 
 def default_respond(body: Mapping[str, Any]) -> str:
@@ -185,11 +194,11 @@ def default_respond(body: Mapping[str, Any]) -> str:
     doc_match, chunk_match = _DOC.search(text), _CHUNK.search(text)
     longest = max(parts, key=lambda p: len(p.text)).text
     document = doc_match.group(1) if doc_match else longest
+    if grouped := _GROUP_CHUNK.findall(text):  # a grouped request: JSON, one context per id
+        contexts = [{"id": i, "context": context_for(document, c)} for i, c in grouped]
+        return json.dumps({"contexts": contexts})
     chunk = chunk_match.group(1) if chunk_match else parts[-1].text
-    first_line = next((ln.strip() for ln in document.splitlines() if ln.strip()), "the document")
-    title = first_line.lstrip("#/*-; ").strip()[:80] or "the document"
-    words = " ".join(chunk.split()[:8]) or "an empty passage"
-    return f"This chunk is from {title} and covers {words}."
+    return context_for(document, chunk)
 
 
 def truncate_to_tokens(text: str, limit: int, model: str) -> tuple[str, bool]:
@@ -201,14 +210,40 @@ def truncate_to_tokens(text: str, limit: int, model: str) -> tuple[str, bool]:
     return encoding.decode(tokens[:limit]), True
 
 
-def anthropic_message(model: str, text: str, usage: Mapping[str, Any], cut: bool) -> dict[str, Any]:
+def forced_tool(body: Mapping[str, Any]) -> str | None:
+    """The tool an Anthropic request forces (`tool_choice` of type "tool"), if any."""
+    choice = body.get("tool_choice")
+    if isinstance(choice, dict) and choice.get("type") == "tool":
+        return str(choice.get("name"))
+    return None
+
+
+def tool_input(text: str) -> dict[str, Any]:
+    """A forced tool call's input: the answer as a JSON object (a model bound to a schema
+    always produces one; a scripted answer that is not one is wrapped, not dropped)."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {"text": text}
+    return value if isinstance(value, dict) else {"value": value}
+
+
+def anthropic_message(
+    model: str, text: str, usage: Mapping[str, Any], cut: bool, tool: str | None = None
+) -> dict[str, Any]:
+    content: list[dict[str, Any]] = [{"type": "text", "text": text}]
+    if tool is not None:
+        content = [
+            {"type": "tool_use", "id": f"toolu_{uuid.uuid4().hex[:24]}", "name": tool,
+             "input": tool_input(text)}
+        ]  # fmt: skip
     return {
         "id": f"msg_{uuid.uuid4().hex[:24]}",
         "type": "message",
         "role": "assistant",
         "model": model,
-        "content": [{"type": "text", "text": text}],
-        "stop_reason": "max_tokens" if cut else "end_turn",
+        "content": content,
+        "stop_reason": "max_tokens" if cut else "tool_use" if tool else "end_turn",
         "stop_sequence": None,
         "usage": dict(usage),
     }

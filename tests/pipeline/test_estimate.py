@@ -4,6 +4,7 @@ then `build_index` runs with LLM contexts, and the estimate must match what the 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from ctxr.cli import main
 from ctxr.config import Settings, load_settings
 from ctxr.enrich.situate.prompt import SituateRequest, document_part
 from ctxr.errors import ConfigError
+from ctxr.index.manifest import Manifest
 from ctxr.llm.base import Usage
 from ctxr.llm.pricing import load_prices
 from ctxr.llm.registry import make_llm
@@ -250,3 +252,49 @@ def test_cli_compares_models_as_json_and_dry_run_writes_nothing(
     assert not index.exists() and fake_llm.requests == []
     table = runner.invoke(main, ["estimate", str(corpus), "--index", str(index)])
     assert table.exit_code == 0 and "total with caching" in table.stdout
+
+
+_ID = re.compile(r'<chunk id="(c\d+)">')
+
+
+def _grouped_answer(body: Any) -> str:
+    """Every chunk id of a grouped request gets CONTEXT; a per-chunk request gets CONTEXT."""
+    ids = _ID.findall(json.dumps(body["messages"]).replace('\\"', '"'))
+    if not ids:
+        return CONTEXT
+    return json.dumps({"contexts": [{"id": i, "context": CONTEXT} for i in ids]})
+
+
+@pytest.mark.parametrize(("provider", "model"), [("anthropic", SONNET), ("openai", "gpt-4o-mini")])
+def test_grouped_estimate_agrees_with_the_run(
+    tmp_path: Path,
+    fake_llm_factory: Callable[..., FakeLLMServer],
+    monkeypatch: pytest.MonkeyPatch,
+    provider: str,
+    model: str,
+) -> None:
+    server = fake_llm_factory(respond=_grouped_answer)
+    corpus, settings = _setup(tmp_path, server, monkeypatch, provider, model)
+    grouped = settings.model_copy(update={"llm_group_size": 4})
+    encoding = "cl100k_base" if provider == "anthropic" else "o200k_base"
+    out = count_tokens(CONTEXT, encoding)
+    per_chunk = _estimate(settings, corpus, model, output_tokens=out)
+    estimate = _estimate(grouped, corpus, model, output_tokens=out)
+    assert estimate.chunks == per_chunk.chunks
+    assert estimate.requests < per_chunk.requests / 3  # four chunks a request, about
+    assert estimate.dollars() < per_chunk.dollars()
+
+    report = build_index([corpus], grouped, embedder=HashEmbedder())
+    assert report.contexts is not None and report.contexts.failures == 0
+    assert report.contexts.retries == 0  # every grouped answer named every chunk
+    requests, billed = _billed(server, provider)
+    assert estimate.requests == requests
+    for kind in ("input_tokens", "cache_write_tokens", "cache_read_tokens"):
+        assert _close(getattr(estimate.usage, kind), getattr(billed, kind)), kind
+    # Output: the assumed context length plus the JSON framing per chunk (an estimate).
+    assert _close(estimate.usage.output_tokens, billed.output_tokens, share=0.15)
+    if provider == "anthropic":
+        assert billed.cache_read_tokens > 0  # the grouped requests share the cached document
+    index = Manifest.load(tmp_path / "idx")
+    assert len(index.documents) == len(list(corpus.iterdir()))
+    assert _estimate(grouped, corpus, model).requests == 0  # an unchanged corpus sends nothing

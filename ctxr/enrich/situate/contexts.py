@@ -16,11 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ctxr.config import Settings
+from ctxr.enrich.situate.group import GROUP_PROMPT_VERSION
 from ctxr.enrich.situate.ledger import Ledger, LedgerSummary, ledger_path
 from ctxr.enrich.situate.outline import OUTLINE_VERSION, situate
 from ctxr.enrich.situate.prompt import PROMPT_VERSION, document_part
-from ctxr.enrich.situate.queue import SituateResult, situate_documents
+from ctxr.enrich.situate.queue import situate_documents
 from ctxr.enrich.situate.response_cache import ResponseCache
+from ctxr.enrich.situate.results import SituateResult
 from ctxr.errors import ConfigError
 from ctxr.llm.pricing import load_prices
 from ctxr.llm.ratelimit import RateLimits
@@ -37,10 +39,14 @@ class ContextPlan:
     kind: ContextKind
     provider: str | None = None
     model: str | None = None
+    group_size: int = 1  # chunks per request (ctxr.enrich.situate.group)
 
     @property
     def version(self) -> str:
-        """What made the contexts; part of each document's recipe, so a change re-indexes."""
+        """What made the contexts; part of each document's recipe, so a change re-indexes. The
+        per-chunk prompt's version alone when chunks are asked one by one, as before groups."""
+        if self.kind == "llm" and self.group_size > 1:
+            return f"{GROUP_PROMPT_VERSION}:{self.provider}:{self.model}:g{self.group_size}"
         if self.kind == "llm":
             return f"{PROMPT_VERSION}:{self.provider}:{self.model}"
         return OUTLINE_VERSION if self.kind == "outline" else ""
@@ -65,7 +71,8 @@ def resolve_context(settings: Settings, env: Mapping[str, str] | None = None) ->
                 "CTXR_LLM_PROVIDER; or use --context outline"
             )
         return ContextPlan("outline")
-    return ContextPlan("llm", provider, settings.llm_model or DEFAULT_MODELS[provider])
+    model = settings.llm_model or DEFAULT_MODELS[provider]
+    return ContextPlan("llm", provider, model, settings.llm_group_size)
 
 
 def situate_all(
@@ -115,6 +122,7 @@ def situate_all(
                 progress=progress,
                 max_document_tokens=settings.max_document_tokens,
                 render_document=document_part,
+                group_size=plan.group_size,
             )
         finally:
             await llm.aclose()

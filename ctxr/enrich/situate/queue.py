@@ -3,10 +3,12 @@
 Anthropic's reference run wrote the same documents to the prompt cache again and again because
 a document's chunks were sent together, before the first cache write had finished. Here, per
 cached prefix (a document, or one block of a long document's windows, see `window.py`), the
-FIRST unanswered chunk is sent alone and must complete, which writes the provider's cache; only
-then are the prefix's other chunks sent, concurrently, and they all read it. Many prefixes are
-in flight at once: `concurrency` bounds requests in flight, not documents. A prefix below the
-model's minimum cacheable size is sent without a cache marker and its chunks go at once.
+FIRST request (one chunk, or one group of chunks, see `group.py`) is sent alone and must
+complete, which writes the provider's cache; only then are the prefix's other requests sent,
+concurrently, and they all read it. Identical chunks of a prefix are asked about once. Many
+prefixes are in flight at once: `concurrency` bounds requests in flight, not documents. A
+prefix below the model's minimum cacheable size is sent without a cache marker and its
+requests go at once.
 
 Slots are handed out by priority: the follow-ups of a prefix already written go before the
 first request of a new one, so a prefix is finished while it is still in the provider's cache
@@ -22,145 +24,183 @@ flagged, and the run goes on. The ledger is written in a `finally`, interrupted 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
 
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
-from tenacity.wait import wait_random_exponential
-
+from ctxr.enrich.situate.group import (
+    GROUP_PROMPT_VERSION,
+    chunk_ids,
+    duplicates_of,
+    group_request,
+    parse_answers,
+    plan_groups,
+)
 from ctxr.enrich.situate.ledger import Ledger
 from ctxr.enrich.situate.outline import outline_context
 from ctxr.enrich.situate.prompt import SituateRequest
 from ctxr.enrich.situate.response_cache import ResponseCache, cache_key
-from ctxr.enrich.situate.validate import DEFAULT_MAX_TOKENS, check_context
+from ctxr.enrich.situate.results import Backoff, SituateResult, describe
+from ctxr.enrich.situate.sender import PROMPT_OVERHEAD_TOKENS, Sender
+from ctxr.enrich.situate.validate import DEFAULT_MAX_TOKENS, Verdict, check_context
 from ctxr.enrich.situate.window import Prefix, plan_prefixes
 from ctxr.errors import ProviderError
-from ctxr.llm.base import LLM, Completion
+from ctxr.llm.base import LLM
 from ctxr.llm.ratelimit import Priority, PrioritySlots, RateLimiter, RateLimits
 from ctxr.progress import NullProgress, Progress
-from ctxr.types import Chunk, ContextualChunk, Document
+from ctxr.types import Chunk, Document
 
 PHASE = "contexts"
-# The instruction and chunk framing around the document, for rate-limit estimates only.
-PROMPT_OVERHEAD_TOKENS = 100
 NOTE_EVERY_SECONDS = 5.0
-
-
-@dataclass(frozen=True, slots=True)
-class SituateResult:
-    """A chunk's context. `flagged` says why it is an outline fallback ("empty response", "too
-    long", "not a context", "failed: <error>"); `error` holds the detail."""
-
-    chunk_id: str
-    context: str
-    kind: Literal["llm", "outline"]
-    flagged: str | None = None
-    error: str | None = None
-    from_cache: bool = False  # answered by the response cache, no request sent
-
-    def contextual(self, chunk: Chunk) -> ContextualChunk:
-        return ContextualChunk(chunk, self.context, self.kind)
-
-
-@dataclass(frozen=True, slots=True)
-class Backoff:
-    """Exponential backoff with full jitter, in seconds; a `retry_after` is a floor on it."""
-
-    initial: float = 1.0
-    maximum: float = 60.0
-
-
-def _describe(exc: BaseException) -> str:
-    if isinstance(exc, ProviderError):
-        return f"{exc.status} {exc}" if exc.status else str(exc)
-    return f"{type(exc).__name__}: {exc}"
-
-
-def _retryable(exc: BaseException) -> bool:
-    return isinstance(exc, ProviderError) and exc.retryable
 
 
 @dataclass(eq=False)
 class _Run:
     llm: LLM
     cache: ResponseCache | None
-    limiter: RateLimiter
-    slots: PrioritySlots
+    sender: Sender
     ledger: Ledger
     progress: Progress
     prompt_version: str
     count_tokens: Callable[[str], int]
-    max_attempts: int
-    backoff: Backoff
     max_context_tokens: int
-    sleep: Callable[[float], Awaitable[None]]
+    group_size: int = 1
+    plain_json: bool = False  # the server refused a JSON schema: ask for JSON in words only
     results: dict[str, SituateResult] = field(default_factory=dict)
-    readable: set[int] = field(default_factory=set)  # prefixes whose cache write has returned
     left: dict[str, int] = field(default_factory=dict)  # chunks still to do per document
     last_note: float = field(default_factory=time.monotonic)
 
-    def _key(self, document: Document, chunk: Chunk) -> str:
+    def _key(self, document: Document, chunk: Chunk, version: str | None = None) -> str:
         return cache_key(
             provider=self.llm.provider,
             model=self.llm.model,
-            prompt_version=self.prompt_version,
+            prompt_version=version or self.prompt_version,
             document_sha256=document.sha256,
             chunk_text=chunk.text,
             heading_path=chunk.heading_path,
         )
 
+    def _cached(self, document: Document, chunk: Chunk) -> SituateResult | None:
+        """A context paid for before, by either prompt: both answer the same question."""
+        if self.cache is None:
+            return None
+        for version in (self.prompt_version, GROUP_PROMPT_VERSION):
+            hit = self.cache.get(self._key(document, chunk, version))
+            if hit is None:
+                continue
+            self.ledger.record_response_cache_hit(document.doc_id)
+            if hit.flagged is None:
+                return SituateResult(chunk.chunk_id, hit.context, "llm", from_cache=True)
+            outline = outline_context(document, chunk)
+            return SituateResult(chunk.chunk_id, outline, "outline", hit.flagged, None, True)
+        return None
+
     async def run_prefix(self, prefix: Prefix) -> None:
         document = prefix.document
         pending: list[Chunk] = []
         for chunk in prefix.window.chunks:
-            hit = self.cache.get(self._key(document, chunk)) if self.cache is not None else None
-            if hit is None:
-                pending.append(chunk)
-                continue
-            self.ledger.record_response_cache_hit(document.doc_id)
-            if hit.flagged is None:
-                result = SituateResult(chunk.chunk_id, hit.context, "llm", from_cache=True)
+            if (cached := self._cached(document, chunk)) is not None:
+                self.finish(document, cached)
             else:
-                outline = outline_context(document, chunk)
-                result = SituateResult(chunk.chunk_id, outline, "outline", hit.flagged, None, True)
-            self.finish(document, result)
+                pending.append(chunk)
         if not pending:
             return
+        copies = duplicates_of(pending)  # identical questions are asked once
+        groups = plan_groups(pending, self.group_size)
         later: Priority = (1, prefix.order)
         if prefix.cache:
-            first, pending = pending[0], pending[1:]
-            self.finish(document, await self.situate(prefix, first, (1, prefix.order)))
+            first, groups = groups[0], groups[1:]
+            await self.situate_and_finish(prefix, first, (1, prefix.order), copies)
             later = (0, prefix.order)  # the prefix is written: finish it while it is cached
-        async with asyncio.TaskGroup() as group:
-            for chunk in pending:
-                group.create_task(self.situate_and_finish(prefix, chunk, later))
+        async with asyncio.TaskGroup() as tasks:
+            for group in groups:
+                tasks.create_task(self.situate_and_finish(prefix, group, later, copies))
 
-    async def situate_and_finish(self, prefix: Prefix, chunk: Chunk, priority: Priority) -> None:
-        self.finish(prefix.document, await self.situate(prefix, chunk, priority))
+    async def situate_and_finish(
+        self,
+        prefix: Prefix,
+        group: tuple[Chunk, ...],
+        priority: Priority,
+        copies: dict[str, list[Chunk]],
+    ) -> None:
+        if len(group) == 1:
+            results = [await self.situate(prefix, group[0], priority)]
+        else:
+            results = await self.situate_group(prefix, group, priority)
+        for chunk, result in zip(group, results, strict=True):
+            self.finish(prefix.document, result)
+            for copy in copies.get(chunk.chunk_id, ()):
+                self.finish(prefix.document, dataclasses.replace(result, chunk_id=copy.chunk_id))
+
+    async def situate_group(
+        self, prefix: Prefix, group: tuple[Chunk, ...], priority: Priority
+    ) -> list[SituateResult]:
+        """One request for `group`; a chunk the answer misses or gets wrong is asked alone."""
+        document = prefix.document
+        request = group_request(prefix.window.text, group, prefix.cache, self.max_context_tokens)
+        if self.plain_json:
+            request = dataclasses.replace(request, json_schema=None)
+        tokens_in = sum(self.count_tokens(c.text) for c in group) + PROMPT_OVERHEAD_TOKENS
+        try:
+            completion = await self.sender.send(prefix, request, group[0], priority, tokens_in)
+        except ProviderError as exc:
+            if exc.status == 400 and request.json_schema is not None:
+                # An OpenAI-compatible server without structured outputs: the prompt itself
+                # asks for the JSON, so ask again without the schema (and never send it again).
+                self.plain_json = True
+                return await self.situate_group(prefix, group, priority)
+            return [self._failed(document, c, exc) for c in group]
+        except Exception as exc:  # any failure: these chunks fall back, the run goes on
+            return [self._failed(document, c, exc) for c in group]
+        self.ledger.record_usage(document.doc_id, completion.usage)
+        answers = parse_answers(completion.text, len(group))
+        results: dict[str, SituateResult] = {}
+        again: list[Chunk] = []
+        for chunk_id, chunk in zip(chunk_ids(len(group)), group, strict=True):
+            text = answers.get(chunk_id)
+            verdict = None if text is None else self._verdict(document, chunk, text)
+            if text is not None and verdict is None:
+                if self.cache is not None:
+                    self.cache.put(self._key(document, chunk, GROUP_PROMPT_VERSION), text)
+                results[chunk.chunk_id] = SituateResult(chunk.chunk_id, text, "llm")
+                continue
+            why = "missing from the grouped answer" if verdict is None else verdict.reason
+            self.ledger.record_retry(chunk.chunk_id, f"{why}; asked alone")
+            again.append(chunk)
+        alone = await asyncio.gather(*(self.situate(prefix, c, priority) for c in again))
+        results.update((r.chunk_id, r) for r in alone)
+        return [results[c.chunk_id] for c in group]
+
+    def _failed(self, document: Document, chunk: Chunk, exc: BaseException) -> SituateResult:
+        error = describe(exc)
+        self.ledger.record_failure(chunk.chunk_id, error)
+        outline = outline_context(document, chunk)
+        return SituateResult(chunk.chunk_id, outline, "outline", f"failed: {error}", error)
+
+    def _verdict(self, document: Document, chunk: Chunk, text: str) -> Verdict | None:
+        return check_context(
+            text,
+            chunk=chunk.text,
+            document=document.text,
+            count_tokens=self.count_tokens,
+            max_tokens=self.max_context_tokens,
+        )
 
     async def situate(self, prefix: Prefix, chunk: Chunk, priority: Priority) -> SituateResult:
         document = prefix.document
-        request = SituateRequest(prefix.window.text, chunk.text, chunk.heading_path, prefix.cache)
-        outline = outline_context(document, chunk)
+        situate = SituateRequest(prefix.window.text, chunk.text, chunk.heading_path, prefix.cache)
+        request = situate.completion()
+        tokens_in = self.count_tokens(chunk.text) + PROMPT_OVERHEAD_TOKENS
         verdict = None
         for round_ in range(2):  # a response that is not a context is retried once
             try:
-                completion = await self.send(prefix, request, chunk, priority)
+                completion = await self.sender.send(prefix, request, chunk, priority, tokens_in)
             except Exception as exc:  # any failure: this chunk falls back, the run goes on
-                error = _describe(exc)
-                self.ledger.record_failure(chunk.chunk_id, error)
-                return SituateResult(chunk.chunk_id, outline, "outline", f"failed: {error}", error)
+                return self._failed(document, chunk, exc)
             self.ledger.record_usage(document.doc_id, completion.usage)
             text = completion.text.strip()
-            verdict = check_context(
-                text,
-                chunk=chunk.text,
-                document=document.text,
-                count_tokens=self.count_tokens,
-                max_tokens=self.max_context_tokens,
-            )
+            verdict = self._verdict(document, chunk, text)
             if verdict is None:
                 if self.cache is not None:
                     self.cache.put(self._key(document, chunk), text)
@@ -169,59 +209,10 @@ class _Run:
                 self.ledger.record_retry(chunk.chunk_id, f"{verdict.reason}: {verdict.detail}")
         assert verdict is not None
         self.ledger.record_flag(chunk.chunk_id, verdict.reason)
+        outline = outline_context(document, chunk)
         if self.cache is not None:  # the same model and prompt would fail again: don't pay twice
             self.cache.put(self._key(document, chunk), outline, verdict.reason)
         return SituateResult(chunk.chunk_id, outline, "outline", verdict.reason, verdict.detail)
-
-    async def send(
-        self, prefix: Prefix, request: SituateRequest, chunk: Chunk, priority: Priority
-    ) -> Completion:
-        def before_sleep(state: RetryCallState) -> None:
-            exc = state.outcome.exception() if state.outcome else None
-            self.ledger.record_retry(chunk.chunk_id, _describe(exc) if exc else "retry")
-
-        retrying = AsyncRetrying(
-            stop=stop_after_attempt(self.max_attempts),
-            wait=self.wait,
-            retry=retry_if_exception(_retryable),
-            sleep=self.sleep,
-            before_sleep=before_sleep,
-            reraise=True,
-        )
-        return await retrying(self.attempt, prefix, request, priority)
-
-    def wait(self, state: RetryCallState) -> float:
-        jittered = wait_random_exponential(
-            multiplier=self.backoff.initial, max=self.backoff.maximum
-        )(state)
-        exc = state.outcome.exception() if state.outcome else None
-        floor = exc.retry_after if isinstance(exc, ProviderError) and exc.retry_after else 0.0
-        return max(float(jittered), floor)
-
-    async def attempt(
-        self, prefix: Prefix, request: SituateRequest, priority: Priority
-    ) -> Completion:
-        estimate = self.count_tokens(request.chunk) + PROMPT_OVERHEAD_TOKENS
-        if id(prefix) not in self.readable or self.limiter.limits.cache_reads_count:
-            estimate += prefix.tokens
-        await self.slots.acquire(priority)
-        try:
-            ticket = await self.limiter.acquire(estimate, min(self.max_context_tokens, 200))
-            self.ledger.record_request(prefix.document.doc_id)
-            try:
-                completion = await self.llm.complete(request.completion())
-            except ProviderError as exc:
-                self.limiter.settle(ticket, None)
-                if exc.retry_after:
-                    self.limiter.pause(exc.retry_after)  # every sender waits, not just this one
-                raise
-            self.limiter.settle(ticket, completion.usage)
-            self.limiter.observe(completion.rate_limit_headers)
-            if prefix.cache:
-                self.readable.add(id(prefix))
-            return completion
-        finally:
-            self.slots.release()
 
     def finish(self, document: Document, result: SituateResult) -> None:
         self.results[result.chunk_id] = result
@@ -253,26 +244,36 @@ async def situate_documents(
     render_document: Callable[[str], str] = lambda text: text,
     max_context_tokens: int = DEFAULT_MAX_TOKENS,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    group_size: int = 1,
 ) -> dict[str, SituateResult]:
     """Situate every chunk of `documents`; returns a result per chunk id, none missing.
 
     `render_document` turns a document into the prompt prefix the provider caches, so that its
-    size can be measured against `llm.min_cacheable_tokens`. The caller owns `llm`, `cache` and
-    `ledger` (this writes the ledger to its path, if it has one, however the run ends).
+    size can be measured against `llm.min_cacheable_tokens`. `group_size` chunks share one
+    request (`ctxr.enrich.situate.group`); 1 asks for each chunk alone, Anthropic's method.
+    The caller owns `llm`, `cache` and `ledger` (this writes the ledger to its path, if it has
+    one, however the run ends).
     """
-    run = _Run(
+    sender = Sender(
         llm=llm,
-        cache=cache,
         limiter=limits if isinstance(limits, RateLimiter) else RateLimiter(limits),
         slots=PrioritySlots(concurrency),
         ledger=ledger,
-        progress=progress or NullProgress(),
-        prompt_version=prompt_version,
-        count_tokens=count_tokens,
         max_attempts=max_attempts,
         backoff=backoff or Backoff(),
         max_context_tokens=max_context_tokens,
         sleep=sleep,
+    )
+    run = _Run(
+        llm=llm,
+        cache=cache,
+        sender=sender,
+        ledger=ledger,
+        progress=progress or NullProgress(),
+        prompt_version=prompt_version,
+        count_tokens=count_tokens,
+        max_context_tokens=max_context_tokens,
+        group_size=group_size,
     )
     ledger.begin(llm.provider, llm.model, prompt_version)
     interrupted = True

@@ -1,0 +1,149 @@
+"""Grouped situating: several chunks of one document per request, answers mapped back by id,
+what is missing or wrong asked again alone; the real SDKs against the loopback fake server."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fakes.hash_embedder import HashEmbedder
+from fakes.llm_server import FakeLLMServer
+from fakes.llm_wire import default_respond
+
+from ctxr.config import load_settings
+from ctxr.enrich.situate.group import (
+    ANSWER_SCHEMA,
+    duplicates_of,
+    group_request,
+    parse_answers,
+    plan_groups,
+)
+from ctxr.llm.registry import make_llm
+from ctxr.pipeline.build import build_index
+from ctxr.pipeline.report import IndexReport
+from ctxr.types import Chunk, chunk_id_for
+
+_ID = re.compile(r'<chunk id="(c\d+)">')
+
+
+def _chunk(index: int, text: str, trail: tuple[str, ...] = ()) -> Chunk:
+    return Chunk(chunk_id_for("doc", index), "doc", index, text, 0, len(text), 3, trail)
+
+
+def test_identical_chunks_are_asked_once_then_packed_by_size() -> None:
+    chunks = [_chunk(i, t) for i, t in enumerate(["a", "b", "a", "c", "d", "b", "e"])]
+    groups = plan_groups(chunks, 2)
+    assert [[c.text for c in g] for g in groups] == [["a", "b"], ["c", "d"], ["e"]]
+    copies = duplicates_of(chunks)
+    assert {k: [c.index for c in v] for k, v in copies.items()} == {
+        chunks[0].chunk_id: [2],
+        chunks[1].chunk_id: [5],
+    }
+    # Same text under another heading is another question.
+    assert len(plan_groups([_chunk(0, "a", ("X",)), _chunk(1, "a", ("Y",))], 1)) == 2
+
+
+def test_answers_map_by_id_in_any_order() -> None:
+    shuffled = {"contexts": [{"id": "c2", "context": " two "}, {"id": "c1", "context": "one"}]}
+    assert parse_answers(json.dumps(shuffled), 2) == {"c1": "one", "c2": "two"}
+    fenced = "```json\n" + json.dumps({"contexts": [{"id": "c1", "context": "x"}]}) + "\n```"
+    assert parse_answers(fenced, 1) == {"c1": "x"}
+    stray = {"contexts": [{"id": "c9", "context": "?"}, {"id": "c1", "context": 3}, "junk"]}
+    assert parse_answers(json.dumps(stray), 2) == {}
+    assert parse_answers("Sure! Here are the contexts.", 2) == {}
+    assert parse_answers(json.dumps([{"id": "c1", "context": "bare list"}]), 1) == {
+        "c1": "bare list"
+    }
+
+
+def test_request_bodies_carry_the_schema_and_one_cached_document() -> None:
+    chunks = (_chunk(0, "alpha", ("Guide",)), _chunk(1, "beta"))
+    request = group_request("the document", chunks, True, 600)
+    assert request.json_schema == ANSWER_SCHEMA and _ID.findall(request.instruction) == ["c1", "c2"]
+    assert "Chunk c1 sits under: Guide" in request.instruction
+    anthropic = make_llm("anthropic", "claude-haiku-4-5", api_key="x").request_body(request)
+    document, instruction = anthropic["messages"][0]["content"]
+    assert document["cache_control"] == {"type": "ephemeral"} and "the document" in document["text"]
+    assert "cache_control" not in instruction
+    assert anthropic["tool_choice"] == {"type": "tool", "name": anthropic["tools"][0]["name"]}
+    assert anthropic["tools"][0]["input_schema"] == ANSWER_SCHEMA
+    openai = make_llm("openai", "gpt-4o-mini", api_key="x").request_body(request)
+    assert openai["response_format"]["json_schema"]["strict"] is True
+    assert openai["messages"][0]["content"].startswith(request.prefix)
+
+
+def _corpus(root: Path) -> Path:
+    root.mkdir()
+    for topic in ("glaciers", "tides"):
+        sections = [
+            f"## {topic.title()} part {i}\n\n"
+            + " ".join(f"Fact {i}.{j} about {topic} holds at {i * 31 + j}." for j in range(10))
+            for i in range(6)
+        ]
+        (root / f"{topic}.md").write_text(f"# All about {topic}\n\n" + "\n\n".join(sections))
+    return root
+
+
+def _run(
+    tmp_path: Path, server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch, provider: str
+) -> IndexReport:
+    for name, value in server.env().items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("CTXR_LLM_PROVIDER", provider)
+    settings = load_settings(
+        index_dir=tmp_path / "idx", chunk_tokens=80, context="llm", llm_group_size=4
+    )
+    return build_index([_corpus(tmp_path / "corpus")], settings, embedder=HashEmbedder())
+
+
+def _messages(server: FakeLLMServer) -> list[Any]:
+    return [r for r in server.requests if r.endpoint in ("messages", "chat.completions")]
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+def test_a_missing_or_bad_context_is_asked_again_alone(
+    tmp_path: Path,
+    fake_llm_factory: Callable[..., FakeLLMServer],
+    monkeypatch: pytest.MonkeyPatch,
+    provider: str,
+) -> None:
+    def respond(body: Any) -> str:
+        answer = default_respond(body)
+        if not _ID.search(json.dumps(body["messages"]).replace('\\"', '"')):
+            return answer  # a chunk asked alone
+        contexts = json.loads(answer)["contexts"]
+        kept = [c for c in contexts if c["id"] != "c2"]  # c2 is left out
+        for c in kept:
+            if c["id"] == "c3":
+                c["context"] = "I'm sorry, I cannot help with that."  # not a context
+        return json.dumps({"contexts": kept[::-1]})  # and out of order
+
+    server = fake_llm_factory(respond=respond)
+    report = _run(tmp_path, server, monkeypatch, provider)
+    summary = report.contexts
+    assert summary is not None and summary.failures == 0 and summary.flagged == 0
+    sent = _messages(server)
+    sizes = [len(_ID.findall(json.dumps(r.body).replace('\\"', '"'))) for r in sent]
+    grouped = [n for n in sizes if n >= 2]
+    # c2 of every group is asked again alone, and so is c3 of groups that have one.
+    reasks = sum(1 + (n >= 3) for n in grouped)
+    assert grouped and summary.retries == reasks and summary.requests == len(sent)
+    assert report.chunks_written == sum(grouped) + sizes.count(0) - reasks
+
+
+def test_a_server_without_structured_outputs_gets_json_in_words(
+    tmp_path: Path, fake_llm_factory: Callable[..., FakeLLMServer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server = fake_llm_factory(refuse_schemas=True)
+    report = _run(tmp_path, server, monkeypatch, "openai")
+    assert report.contexts is not None and report.contexts.failures == 0
+    refused = [r for r in _messages(server) if r.status == 400]
+    answered = [r for r in _messages(server) if r.status == 200]
+    assert refused and all("response_format" in r.body for r in refused)
+    assert answered and all("response_format" not in r.body for r in answered)
+    assert report.contexts.requests == len(refused) + len(answered)
+    assert report.contexts.retries == 0  # every answer in words named every chunk
