@@ -18,6 +18,7 @@ from one comparison, not a measured margin), or `exact=True` to ask Anthropic's 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -28,16 +29,15 @@ from ctxr.enrich.situate.contexts import ContextPlan
 from ctxr.enrich.situate.group import (
     ANSWER_OVERHEAD_TOKENS,
     GROUP_PROMPT_VERSION,
-    group_request,
     plan_groups,
+    request_for,
 )
-from ctxr.enrich.situate.prompt import PROMPT_VERSION, SituateRequest, document_part
+from ctxr.enrich.situate.prompt import PROMPT_VERSION, document_part
 from ctxr.enrich.situate.response_cache import ResponseCache, cache_key
-from ctxr.enrich.situate.validate import DEFAULT_MAX_TOKENS
 from ctxr.enrich.situate.window import Prefix, plan_prefixes
 from ctxr.index import components
 from ctxr.index.manifest import MANIFEST_NAME, Manifest
-from ctxr.llm.base import CompletionRequest, Usage
+from ctxr.llm.base import Usage
 from ctxr.llm.clients import PLACEHOLDER_KEY
 from ctxr.llm.pricing import ModelPrice, PriceTable, load_prices
 from ctxr.llm.registry import DEFAULT_MODELS, choose_provider, make_llm
@@ -200,7 +200,16 @@ def _estimate_model(
         if pending:
             # The queue's own planner: identical chunks asked once, `group_size` a request.
             groups = plan_groups(pending, group_size)
-            work.append((prefix, [llm.request_body(_request(prefix, g)) for g in groups]))
+            window, tokens = prefix.window, settings.llm_max_output_tokens
+            # Always marked: the marker shows where the cacheable prefix ends; `prefix.cache`
+            # decides below whether it is billed as cached. Below the minimum the queue sends
+            # no marker, and marks the chunks of a whole document in place.
+            requests = [
+                request_for(window.text, window.block is None, g, prefix.cache, tokens)
+                for g in groups
+            ]
+            bodies = [llm.request_body(dataclasses.replace(r, cache=True)) for r in requests]
+            work.append((prefix, bodies))
             grouped = sum(len(g) for g in groups if len(g) > 1)
             outputs.append(out * sum(len(g) for g in groups) + ANSWER_OVERHEAD_TOKENS * grouped)
             result.chunks_deduplicated += len(pending) - sum(len(g) for g in groups)
@@ -226,16 +235,6 @@ def _estimate_model(
         account.dollars = price.cost(account.usage)
     result.documents = list(accounts.values())
     return result
-
-
-def _request(prefix: Prefix, group: tuple[Chunk, ...]) -> CompletionRequest:
-    """The request the queue sends for `group`. Always marked: the marker shows where the
-    cacheable prefix ends; `prefix.cache` decides below whether it is billed as cached (a
-    request below the minimum carries none)."""
-    if len(group) > 1:
-        return group_request(prefix.window.text, group, True, DEFAULT_MAX_TOKENS)
-    chunk = group[0]
-    return SituateRequest(prefix.window.text, chunk.text, chunk.heading_path, True).completion()
 
 
 def _answered(cache: ResponseCache | None, llm: Any, prefix: Prefix, chunk: Chunk) -> bool:

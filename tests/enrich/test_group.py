@@ -21,13 +21,20 @@ from ctxr.enrich.situate.group import (
     group_request,
     parse_answers,
     plan_groups,
+    request_for,
 )
 from ctxr.llm.registry import make_llm
 from ctxr.pipeline.build import build_index
 from ctxr.pipeline.report import IndexReport
 from ctxr.types import Chunk, chunk_id_for
 
-_ID = re.compile(r'<chunk id="(c\d+)">')
+_ID = re.compile(r'<chunk id="(c\d+)">|\[\[(c\d+)\]\]')
+
+
+def _ids(body: Any) -> list[str]:
+    """The chunk ids a request asks about, quoted or marked in place."""
+    text = body if isinstance(body, str) else json.dumps(body).replace('\\"', '"')
+    return [quoted or marked for quoted, marked in _ID.findall(text)]
 
 
 def _chunk(index: int, text: str, trail: tuple[str, ...] = ()) -> Chunk:
@@ -63,7 +70,7 @@ def test_answers_map_by_id_in_any_order() -> None:
 def test_request_bodies_carry_the_schema_and_one_cached_document() -> None:
     chunks = (_chunk(0, "alpha", ("Guide",)), _chunk(1, "beta"))
     request = group_request("the document", chunks, True, 600)
-    assert request.json_schema == ANSWER_SCHEMA and _ID.findall(request.instruction) == ["c1", "c2"]
+    assert request.json_schema == ANSWER_SCHEMA and _ids(request.instruction) == ["c1", "c2"]
     assert "Chunk c1 sits under: Guide" in request.instruction
     anthropic = make_llm("anthropic", "claude-haiku-4-5", api_key="x").request_body(request)
     document, instruction = anthropic["messages"][0]["content"]
@@ -74,6 +81,26 @@ def test_request_bodies_carry_the_schema_and_one_cached_document() -> None:
     openai = make_llm("openai", "gpt-4o-mini", api_key="x").request_body(request)
     assert openai["response_format"]["json_schema"]["strict"] is True
     assert openai["messages"][0]["content"].startswith(request.prefix)
+
+
+def test_an_uncached_document_is_sent_once_with_its_chunks_marked_in_place() -> None:
+    text = "alpha beta gamma delta"
+    chunks = [
+        Chunk(chunk_id_for("doc", 0), "doc", 0, "alpha beta", 0, 10, 2, ("Intro",)),
+        Chunk(chunk_id_for("doc", 1), "doc", 1, "gamma delta", 11, 22, 2),
+    ]
+    request = request_for(text, True, chunks, False, 200)
+    assert "[[c1]]alpha beta[[/c1]] [[c2]]gamma delta[[/c2]]" in request.prefix
+    assert "alpha beta" not in request.instruction and "Chunk c1 sits under: Intro" in (
+        request.instruction
+    )
+    assert not request.cache and request.json_schema == ANSWER_SCHEMA
+    # A cacheable prefix is never altered: its chunks are quoted after it instead.
+    cached = request_for(text, True, chunks, True, 200)
+    assert text in cached.prefix and "[[c1]]" not in cached.prefix
+    assert "alpha beta" in cached.instruction
+    # A window of a long document is not the document: quoted, too.
+    assert "[[c1]]" not in request_for(text, False, chunks, False, 200).prefix
 
 
 def _corpus(root: Path) -> Path:
@@ -113,7 +140,7 @@ def test_a_missing_or_bad_context_is_asked_again_alone(
 ) -> None:
     def respond(body: Any) -> str:
         answer = default_respond(body)
-        if not _ID.search(json.dumps(body["messages"]).replace('\\"', '"')):
+        if not _ids(body["messages"]):
             return answer  # a chunk asked alone
         contexts = json.loads(answer)["contexts"]
         kept = [c for c in contexts if c["id"] != "c2"]  # c2 is left out
@@ -127,7 +154,7 @@ def test_a_missing_or_bad_context_is_asked_again_alone(
     summary = report.contexts
     assert summary is not None and summary.failures == 0 and summary.flagged == 0
     sent = _messages(server)
-    sizes = [len(_ID.findall(json.dumps(r.body).replace('\\"', '"'))) for r in sent]
+    sizes = [len(_ids(r.body)) for r in sent]
     grouped = [n for n in sizes if n >= 2]
     # c2 of every group is asked again alone, and so is c3 of groups that have one.
     reasks = sum(1 + (n >= 3) for n in grouped)

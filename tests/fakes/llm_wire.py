@@ -173,6 +173,7 @@ def prefix_hash(model: str, parts: Sequence[PromptPart]) -> str:
 _DOC = re.compile(r"<document>\s*(.*?)\s*</document>", re.S)
 _CHUNK = re.compile(r"<chunk>\s*(.*?)\s*</chunk>", re.S)
 _GROUP_CHUNK = re.compile(r'<chunk id="([^"]+)">\s*(.*?)\s*</chunk>', re.S)
+_MARKED_CHUNK = re.compile(r"\[\[(c\d+)\]\](.*?)\[\[/\1\]\]", re.S)  # marked in place
 
 
 def context_for(document: str, chunk: str) -> str:
@@ -194,7 +195,8 @@ def default_respond(body: Mapping[str, Any]) -> str:
     doc_match, chunk_match = _DOC.search(text), _CHUNK.search(text)
     longest = max(parts, key=lambda p: len(p.text)).text
     document = doc_match.group(1) if doc_match else longest
-    if grouped := _GROUP_CHUNK.findall(text):  # a grouped request: JSON, one context per id
+    if grouped := _GROUP_CHUNK.findall(text) or _MARKED_CHUNK.findall(document):
+        # A grouped request: JSON, one context per chunk id.
         contexts = [{"id": i, "context": context_for(document, c)} for i, c in grouped]
         return json.dumps({"contexts": contexts})
     chunk = chunk_match.group(1) if chunk_match else parts[-1].text

@@ -254,12 +254,13 @@ def test_cli_compares_models_as_json_and_dry_run_writes_nothing(
     assert table.exit_code == 0 and "total with caching" in table.stdout
 
 
-_ID = re.compile(r'<chunk id="(c\d+)">')
+_ID = re.compile(r'<chunk id="(c\d+)">|\[\[(c\d+)\]\]')
 
 
 def _grouped_answer(body: Any) -> str:
     """Every chunk id of a grouped request gets CONTEXT; a per-chunk request gets CONTEXT."""
-    ids = _ID.findall(json.dumps(body["messages"]).replace('\\"', '"'))
+    found = _ID.findall(json.dumps(body["messages"]).replace('\\"', '"'))
+    ids = [quoted or marked for quoted, marked in found]
     if not ids:
         return CONTEXT
     return json.dumps({"contexts": [{"id": i, "context": CONTEXT} for i in ids]})

@@ -123,6 +123,7 @@ def situate_all(
                 max_document_tokens=settings.max_document_tokens,
                 render_document=document_part,
                 group_size=plan.group_size,
+                context_tokens=settings.llm_max_output_tokens,
             )
         finally:
             await llm.aclose()

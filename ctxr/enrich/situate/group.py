@@ -13,8 +13,14 @@ would miss the document's cache. The instruction names the ids; an id missing fr
 or a context that fails validation, is asked again alone (the per-chunk prompt), and only then
 falls back to the outline, flagged.
 
-`plan_groups` is the one planner of requests: the queue sends what it returns, and the estimate
-prices exactly that.
+A document below the model's minimum cacheable size has no cache to share, so quoting its
+chunks after it would send their text twice: there the chunks are marked in place instead
+(``[[c1]]`` before a chunk's first character, ``[[/c1]]`` after its last) and the document is
+sent once, marks and all (`inline_request`). A cacheable document keeps its byte-identical
+prefix and its chunks are quoted after it.
+
+`plan_groups` and `request_for` are the one planner of requests: the queue sends what they
+return, and the estimate prices exactly that.
 """
 
 from __future__ import annotations
@@ -24,15 +30,18 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from ctxr.enrich.situate.prompt import SITUATE, heading_trail
+from ctxr.enrich.situate.prompt import SITUATE, SituateRequest, heading_trail
 from ctxr.llm.base import CompletionRequest
 from ctxr.prompts import load_template
 from ctxr.types import Chunk
 
 GROUP_TEMPLATE = load_template("situate_group")
-# The grouped prompt's version: its own file and the per-chunk prompt's (whose document part it
-# sends), so an edit to either re-makes grouped contexts.
-GROUP_PROMPT_VERSION: Final = f"{SITUATE.version}+{GROUP_TEMPLATE.version}"
+INLINE_TEMPLATE = load_template("situate_inline")
+# The grouped prompts' version: their own files and the per-chunk prompt's (whose document part
+# they send), so an edit to any of them re-makes grouped contexts.
+GROUP_PROMPT_VERSION: Final = (
+    f"{SITUATE.version}+{GROUP_TEMPLATE.version}+{INLINE_TEMPLATE.version}"
+)
 # JSON framing per answered chunk ({"id": "c12", "context": "..."}, ), in output tokens.
 ANSWER_OVERHEAD_TOKENS: Final = 12
 ANSWER_SCHEMA: Final[Mapping[str, Any]] = {
@@ -52,6 +61,7 @@ ANSWER_SCHEMA: Final[Mapping[str, Any]] = {
     "additionalProperties": False,
 }
 _SLOTS = re.compile(r"\{\{(COUNT|CHUNKS)\}\}")
+_INLINE_SLOTS = re.compile(r"\{\{(COUNT|IDS)\}\}")
 _FENCE = re.compile(r"^```(?:json)?\s*\n(.*)\n```$", re.DOTALL)
 
 
@@ -86,8 +96,58 @@ def duplicates_of(pending: Sequence[Chunk]) -> dict[str, list[Chunk]]:
     return copies
 
 
+def request_for(
+    text: str, whole: bool, group: Sequence[Chunk], cache: bool, context_tokens: int
+) -> CompletionRequest:
+    """The request for `group` of a prefix whose text is `text` (`whole`: the document itself,
+    not a window): one chunk alone; several quoted after a cacheable prefix; several marked in
+    place in a document that is not cached."""
+    if len(group) == 1:
+        chunk = group[0]
+        return SituateRequest(text, chunk.text, chunk.heading_path, cache).completion()
+    if whole and not cache:
+        return inline_request(text, group, context_tokens)
+    return group_request(text, group, cache, context_tokens)
+
+
+def inline_request(
+    document: str, chunks: Sequence[Chunk], context_tokens: int
+) -> CompletionRequest:
+    """`document` sent once with `chunks` marked in place (offsets index `document`)."""
+    marks: list[tuple[int, int, str]] = []  # (offset, order at that offset, mark)
+    for chunk_id, chunk in zip(chunk_ids(len(chunks)), chunks, strict=True):
+        marks.append((chunk.start, 1, f"[[{chunk_id}]]"))
+        marks.append((chunk.end, 0, f"[[/{chunk_id}]]"))  # closes before one opens there
+    pieces: list[str] = []
+    at = 0
+    for offset, _, mark in sorted(marks):
+        pieces.extend((document[at:offset], mark))
+        at = offset
+    pieces.append(document[at:])
+    trails = [
+        f"Chunk {chunk_id} sits under: {heading_trail(c.heading_path)}"
+        for chunk_id, c in zip(chunk_ids(len(chunks)), chunks, strict=True)
+        if heading_trail(c.heading_path)
+    ]
+    values = {"COUNT": str(len(chunks)), "IDS": ", ".join(chunk_ids(len(chunks)))}
+    instruction = _INLINE_SLOTS.sub(lambda m: values[m.group(1)], INLINE_TEMPLATE.body)
+    if trails:
+        instruction = "\n".join(trails) + "\n" + instruction
+    return CompletionRequest(
+        instruction=instruction,
+        prefix=SITUATE.document_part("".join(pieces)),
+        cache=False,
+        json_schema=ANSWER_SCHEMA,
+        max_output_tokens=_output_budget(len(chunks), context_tokens),
+    )
+
+
+def _output_budget(count: int, context_tokens: int) -> int:
+    return count * (context_tokens + ANSWER_OVERHEAD_TOKENS) + 16
+
+
 def group_request(
-    document: str, chunks: Sequence[Chunk], cache: bool, max_context_tokens: int
+    document: str, chunks: Sequence[Chunk], cache: bool, context_tokens: int
 ) -> CompletionRequest:
     """The request for `chunks` of `document` (the window text, as in `SituateRequest`)."""
     rendered = []
@@ -102,7 +162,7 @@ def group_request(
         prefix=SITUATE.document_part(document),
         cache=cache,
         json_schema=ANSWER_SCHEMA,
-        max_output_tokens=len(chunks) * (max_context_tokens + ANSWER_OVERHEAD_TOKENS) + 16,
+        max_output_tokens=_output_budget(len(chunks), context_tokens),
     )
 
 

@@ -33,9 +33,9 @@ from ctxr.enrich.situate.group import (
     GROUP_PROMPT_VERSION,
     chunk_ids,
     duplicates_of,
-    group_request,
     parse_answers,
     plan_groups,
+    request_for,
 )
 from ctxr.enrich.situate.ledger import Ledger
 from ctxr.enrich.situate.outline import outline_context
@@ -66,6 +66,7 @@ class _Run:
     count_tokens: Callable[[str], int]
     max_context_tokens: int
     group_size: int = 1
+    context_tokens: int = 200  # output budget per context in a grouped request
     plain_json: bool = False  # the server refused a JSON schema: ask for JSON in words only
     results: dict[str, SituateResult] = field(default_factory=dict)
     left: dict[str, int] = field(default_factory=dict)  # chunks still to do per document
@@ -138,7 +139,10 @@ class _Run:
     ) -> list[SituateResult]:
         """One request for `group`; a chunk the answer misses or gets wrong is asked alone."""
         document = prefix.document
-        request = group_request(prefix.window.text, group, prefix.cache, self.max_context_tokens)
+        window = prefix.window
+        request = request_for(
+            window.text, window.block is None, group, prefix.cache, self.context_tokens
+        )
         if self.plain_json:
             request = dataclasses.replace(request, json_schema=None)
         tokens_in = sum(self.count_tokens(c.text) for c in group) + PROMPT_OVERHEAD_TOKENS
@@ -245,6 +249,7 @@ async def situate_documents(
     max_context_tokens: int = DEFAULT_MAX_TOKENS,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     group_size: int = 1,
+    context_tokens: int = 200,
 ) -> dict[str, SituateResult]:
     """Situate every chunk of `documents`; returns a result per chunk id, none missing.
 
@@ -274,6 +279,7 @@ async def situate_documents(
         count_tokens=count_tokens,
         max_context_tokens=max_context_tokens,
         group_size=group_size,
+        context_tokens=context_tokens,
     )
     ledger.begin(llm.provider, llm.model, prompt_version)
     interrupted = True

@@ -1,0 +1,138 @@
+"""What LLM contexts cost per situating mode: `ctxr index` on the anthropic-codebase files.
+
+The 90 source files of ``../shared/data/anthropic-codebase`` are written out as files, each
+with the extension of the grammar that parses it best (the set has no file names; see
+``bench/split_compare.py``'s ``guess_language``), so ctxr splits them as code, and are
+indexed by `build_index` with ``--context llm``, ctxr's own splitter and queue, the real
+Anthropic (or OpenAI) SDK, against the loopback fake server of the test suite (prompt caching
+with each model's minimum cacheable size, usage as the provider reports it). Dense vectors come
+from the tests' hash embedder: embedding costs no LLM money and is not what is measured here.
+
+One run per group size (``--groups 1,4,8,16``; 1 is Anthropic's published one-request-per-chunk
+method), each into a fresh index with an empty response cache, against a fresh server (an empty
+prompt cache), in turn. Printed per run, from
+ctxr's own ledger priced with ``ctxr/llm/pricing.json``: chunks, requests, retries (chunks asked
+again alone), each token kind, dollars, dollars per million document tokens (cl100k), the
+cache read share and the wall time; and the estimate's dollars for the same settings, made
+first, so the two can be compared.
+
+Usage::
+
+    python bench/context_cost.py [--model claude-haiku-4-5] [--groups 1,4,8,16]
+        [--data ../shared/data/anthropic-codebase] [--limit-docs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from fakes.hash_embedder import HashEmbedder
+from fakes.llm_server import FakeLLMServer
+from split_compare import guess_language
+
+from ctxr.config import load_settings
+from ctxr.llm.pricing import load_prices
+from ctxr.pipeline.build import build_index
+from ctxr.pipeline.estimate import estimate_paths
+from ctxr.tokens import count_tokens
+
+DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "anthropic-codebase"
+EXTENSIONS = {"python": ".py", "rust": ".rs", "go": ".go", "javascript": ".js", "java": ".java",
+              "typescript": ".ts", "c": ".c", "cpp": ".cpp"}  # fmt: skip
+
+
+def write_corpus(data: Path, out: Path, limit: int | None) -> int:
+    """The documents as files; returns their cl100k token total."""
+    documents = json.loads((data / "codebase_chunks.json").read_text())[:limit]
+    out.mkdir(parents=True)
+    total = 0
+    for d in documents:
+        suffix = EXTENSIONS.get(guess_language(d["content"]), ".txt")
+        (out / f"{d['doc_id']}{suffix}").write_text(d["content"])
+        total += count_tokens(d["content"], "cl100k_base")
+    return total
+
+
+def run(corpus: Path, root: Path, model: str, provider: str, group: int) -> dict[str, object]:
+    settings = load_settings(
+        index_dir=root / f"idx-g{group}",
+        context="llm",
+        llm_provider=provider,
+        llm_model=model,
+        llm_group_size=group,
+        llm_concurrency=16,
+    )
+    estimate = estimate_paths([corpus], settings, models=[model], embedder_name="fake:hash-64")
+    started = time.perf_counter()
+    report = build_index([corpus], settings, embedder=HashEmbedder())
+    wall = time.perf_counter() - started
+    summary = report.contexts
+    assert summary is not None
+    return {
+        "group": group,
+        "chunks": report.chunks_written,
+        "requests": summary.requests,
+        "retries": summary.retries,
+        "failures": summary.failures,
+        "input": summary.input_tokens,
+        "cache_write": summary.cache_write_tokens,
+        "cache_read": summary.cache_read_tokens,
+        "output": summary.output_tokens,
+        "dollars": summary.dollars,
+        "estimate_dollars": estimate.models[0].dollars(),
+        "estimate_requests": estimate.models[0].requests,
+        "cache_read_share": summary.cache_read_share,
+        "wall_s": wall,
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", default="claude-haiku-4-5")
+    parser.add_argument("--provider", choices=("anthropic", "openai"), default="anthropic")
+    parser.add_argument("--groups", default="1,4,8,16")
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--limit-docs", type=int)
+    args = parser.parse_args(argv)
+    print(f"# {platform.platform()}, load average {os.getloadavg()[0]:.2f} at start")
+    price = load_prices(None).get(args.model)
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        doc_tokens = write_corpus(args.data, root / "corpus", args.limit_docs)
+        print(f"# {args.model} list prices {price}; {doc_tokens:,} document tokens (cl100k)")
+        header = (
+            "group | chunks | requests | retries | input | cache write | cache read | output | "
+            "$ | $/M doc tokens | estimate $ | cache read share | wall s"
+        )
+        print(header)
+        print("|".join("---" for _ in header.split("|")))
+        for group in (int(g) for g in args.groups.split(",")):
+            with FakeLLMServer() as server:  # an empty prompt cache for every run
+                for name, value in server.env().items():
+                    os.environ[name] = value
+                row = run(root / "corpus", root, args.model, args.provider, group)
+            dollars = float(row["dollars"] or 0.0)  # type: ignore[arg-type]
+            print(
+                f"{group} | {row['chunks']:,} | {row['requests']:,} | {row['retries']} | "
+                f"{row['input']:,} | {row['cache_write']:,} | {row['cache_read']:,} | "
+                f"{row['output']:,} | {dollars:.4f} | {dollars / doc_tokens * 1e6:.2f} | "
+                f"{row['estimate_dollars']:.4f} | {row['cache_read_share']:.3f} | "
+                f"{row['wall_s']:.1f}",
+                flush=True,
+            )
+    print(f"# load average {os.getloadavg()[0]:.2f} at end")
+
+
+if __name__ == "__main__":
+    main()
