@@ -27,10 +27,9 @@ from typing import Any
 from ctxr.config import Settings
 from ctxr.enrich.situate.contexts import ContextPlan
 from ctxr.enrich.situate.group import (
-    ANSWER_OVERHEAD_TOKENS,
     GROUP_PROMPT_VERSION,
+    ask_for,
     plan_groups,
-    request_for,
 )
 from ctxr.enrich.situate.prompt import PROMPT_VERSION, document_part
 from ctxr.enrich.situate.response_cache import ResponseCache, cache_key
@@ -201,17 +200,17 @@ def _estimate_model(
             # The queue's own planner: identical chunks asked once, `group_size` a request.
             groups = plan_groups(pending, group_size)
             window, tokens = prefix.window, settings.llm_max_output_tokens
-            # Always marked: the marker shows where the cacheable prefix ends; `prefix.cache`
-            # decides below whether it is billed as cached. Below the minimum the queue sends
-            # no marker, and marks the chunks of a whole document in place.
-            requests = [
-                request_for(window.text, window.block is None, g, prefix.cache, tokens)
+            whole = window.block is None
+            asks = [
+                ask_for(window.text, whole, window.chunks, g, prefix.cache, tokens, group_size > 1)
                 for g in groups
             ]
-            bodies = [llm.request_body(dataclasses.replace(r, cache=True)) for r in requests]
+            # Always marked: the marker shows where the cacheable prefix ends; `prefix.cache`
+            # decides below whether it is billed as cached (the queue sends none below it).
+            bodies = [llm.request_body(dataclasses.replace(a.request, cache=True)) for a in asks]
             work.append((prefix, bodies))
-            grouped = sum(len(g) for g in groups if len(g) > 1)
-            outputs.append(out * sum(len(g) for g in groups) + ANSWER_OVERHEAD_TOKENS * grouped)
+            framing = sum(a.framing * len(g) for a, g in zip(asks, groups, strict=True))
+            outputs.append(out * sum(len(g) for g in groups) + framing)
             result.chunks_deduplicated += len(pending) - sum(len(g) for g in groups)
     if provider == "openai":
         usages = [openai_usage(p, bodies, encoding) for p, bodies in work]

@@ -12,29 +12,24 @@ from typing import Any
 import pytest
 from fakes.hash_embedder import HashEmbedder
 from fakes.llm_server import FakeLLMServer
-from fakes.llm_wire import default_respond
+from fakes.llm_wire import asked_ids, default_respond
 
 from ctxr.config import load_settings
 from ctxr.enrich.situate.group import (
     ANSWER_SCHEMA,
+    ask_for,
     duplicates_of,
     group_request,
+    named_schema,
     parse_answers,
     plan_groups,
-    request_for,
 )
 from ctxr.llm.registry import make_llm
 from ctxr.pipeline.build import build_index
 from ctxr.pipeline.report import IndexReport
 from ctxr.types import Chunk, chunk_id_for
 
-_ID = re.compile(r'<chunk id="(c\d+)">|\[\[(c\d+)\]\]')
-
-
-def _ids(body: Any) -> list[str]:
-    """The chunk ids a request asks about, quoted or marked in place."""
-    text = body if isinstance(body, str) else json.dumps(body).replace('\\"', '"')
-    return [quoted or marked for quoted, marked in _ID.findall(text)]
+_QUOTED = re.compile(r'<chunk id="(c\d+)">')
 
 
 def _chunk(index: int, text: str, trail: tuple[str, ...] = ()) -> Chunk:
@@ -56,21 +51,25 @@ def test_identical_chunks_are_asked_once_then_packed_by_size() -> None:
 
 def test_answers_map_by_id_in_any_order() -> None:
     shuffled = {"contexts": [{"id": "c2", "context": " two "}, {"id": "c1", "context": "one"}]}
-    assert parse_answers(json.dumps(shuffled), 2) == {"c1": "one", "c2": "two"}
+    assert parse_answers(json.dumps(shuffled), ["c1", "c2"]) == {"c1": "one", "c2": "two"}
     fenced = "```json\n" + json.dumps({"contexts": [{"id": "c1", "context": "x"}]}) + "\n```"
-    assert parse_answers(fenced, 1) == {"c1": "x"}
+    assert parse_answers(fenced, ["c1"]) == {"c1": "x"}
     stray = {"contexts": [{"id": "c9", "context": "?"}, {"id": "c1", "context": 3}, "junk"]}
-    assert parse_answers(json.dumps(stray), 2) == {}
-    assert parse_answers("Sure! Here are the contexts.", 2) == {}
-    assert parse_answers(json.dumps([{"id": "c1", "context": "bare list"}]), 1) == {
-        "c1": "bare list"
-    }
+    assert parse_answers(json.dumps(stray), ["c1", "c2"]) == {}
+    assert parse_answers("Sure! Here are the contexts.", ["c1", "c2"]) == {}
+    named = {"c2": "two", "c1": " one", "c7": "stray", "c3": 4}
+    assert parse_answers(json.dumps(named), ["c1", "c2", "c3"]) == {"c1": "one", "c2": "two"}
+    bare = [{"id": "c1", "context": "bare list"}]
+    assert parse_answers(json.dumps(bare), ["c1"]) == {"c1": "bare list"}
 
 
 def test_request_bodies_carry_the_schema_and_one_cached_document() -> None:
     chunks = (_chunk(0, "alpha", ("Guide",)), _chunk(1, "beta"))
     request = group_request("the document", chunks, True, 600)
-    assert request.json_schema == ANSWER_SCHEMA and _ids(request.instruction) == ["c1", "c2"]
+    assert request.json_schema == ANSWER_SCHEMA and _QUOTED.findall(request.instruction) == [
+        "c1",
+        "c2",
+    ]
     assert "Chunk c1 sits under: Guide" in request.instruction
     anthropic = make_llm("anthropic", "claude-haiku-4-5", api_key="x").request_body(request)
     document, instruction = anthropic["messages"][0]["content"]
@@ -83,24 +82,30 @@ def test_request_bodies_carry_the_schema_and_one_cached_document() -> None:
     assert openai["messages"][0]["content"].startswith(request.prefix)
 
 
-def test_an_uncached_document_is_sent_once_with_its_chunks_marked_in_place() -> None:
-    text = "alpha beta gamma delta"
+def test_a_whole_document_is_sent_once_with_its_chunks_marked_in_place() -> None:
+    text = "alpha beta gamma delta epsilon"
+    spans = [("alpha beta", 0, ("Intro",)), ("gamma delta", 11, ()), ("epsilon", 23, ())]
     chunks = [
-        Chunk(chunk_id_for("doc", 0), "doc", 0, "alpha beta", 0, 10, 2, ("Intro",)),
-        Chunk(chunk_id_for("doc", 1), "doc", 1, "gamma delta", 11, 22, 2),
+        Chunk(chunk_id_for("doc", i), "doc", i, s, at, at + len(s), 2, trail)
+        for i, (s, at, trail) in enumerate(spans)
     ]
-    request = request_for(text, True, chunks, False, 200)
-    assert "[[c1]]alpha beta[[/c1]] [[c2]]gamma delta[[/c2]]" in request.prefix
-    assert "alpha beta" not in request.instruction and "Chunk c1 sits under: Intro" in (
-        request.instruction
-    )
-    assert not request.cache and request.json_schema == ANSWER_SCHEMA
-    # A cacheable prefix is never altered: its chunks are quoted after it instead.
-    cached = request_for(text, True, chunks, True, 200)
-    assert text in cached.prefix and "[[c1]]" not in cached.prefix
-    assert "alpha beta" in cached.instruction
-    # A window of a long document is not the document: quoted, too.
-    assert "[[c1]]" not in request_for(text, False, chunks, False, 200).prefix
+    marked = "[[c1]]alpha beta[[/c1]] [[c2]]gamma delta[[/c2]] [[c3]]epsilon[[/c3]]"
+    uncached = ask_for(text, True, chunks, chunks[:2], False, 200)
+    assert marked in uncached.request.prefix and uncached.ids == ("c1", "c2")
+    assert "alpha beta" not in uncached.request.instruction
+    assert "Chunk c1 sits under: Intro" in uncached.request.instruction
+    assert uncached.request.json_schema == named_schema(["c1", "c2"])  # names every chunk
+    # Cached: every request of the document reads one prefix under one schema.
+    first = ask_for(text, True, chunks, chunks[:2], True, 200)
+    second = ask_for(text, True, chunks, chunks[2:], True, 200)
+    assert second.ids == ("c3",) or len(chunks[2:]) == 1
+    assert first.request.prefix == second.request.prefix or len(chunks[2:]) == 1
+    other = ask_for(text, True, chunks, [chunks[0], chunks[2]], True, 200)
+    assert other.request.prefix == first.request.prefix and other.ids == ("c1", "c3")
+    assert first.request.json_schema == other.request.json_schema == ANSWER_SCHEMA
+    # A window of a long document is not the document: its chunks are quoted after it.
+    window = ask_for(text, False, chunks, chunks[:2], True, 200)
+    assert "[[c1]]" not in window.request.prefix and "alpha beta" in window.request.instruction
 
 
 def _corpus(root: Path) -> Path:
@@ -140,26 +145,33 @@ def test_a_missing_or_bad_context_is_asked_again_alone(
 ) -> None:
     def respond(body: Any) -> str:
         answer = default_respond(body)
-        if not _ids(body["messages"]):
-            return answer  # a chunk asked alone
-        contexts = json.loads(answer)["contexts"]
-        kept = [c for c in contexts if c["id"] != "c2"]  # c2 is left out
+        asked = asked_ids(body)
+        if len(asked) < 2:
+            return answer  # a chunk asked alone, or a group of one
+        missing, bad = asked[1], asked[2] if len(asked) > 2 else None
+        refusal = "I'm sorry, I cannot help with that."  # not a context
+        data = json.loads(answer)
+        if "contexts" not in data:  # named: {"c5": ...}
+            named = {k: refusal if k == bad else v for k, v in data.items() if k != missing}
+            return json.dumps(dict(reversed(named.items())))  # one left out, out of order
+        kept = [c for c in data["contexts"] if c["id"] != missing]
         for c in kept:
-            if c["id"] == "c3":
-                c["context"] = "I'm sorry, I cannot help with that."  # not a context
-        return json.dumps({"contexts": kept[::-1]})  # and out of order
+            if c["id"] == bad:
+                c["context"] = refusal
+        return json.dumps({"contexts": kept[::-1]})
 
     server = fake_llm_factory(respond=respond)
     report = _run(tmp_path, server, monkeypatch, provider)
     summary = report.contexts
     assert summary is not None and summary.failures == 0 and summary.flagged == 0
     sent = _messages(server)
-    sizes = [len(_ids(r.body)) for r in sent]
+    sizes = [len(asked_ids(r.body)) for r in sent]
     grouped = [n for n in sizes if n >= 2]
-    # c2 of every group is asked again alone, and so is c3 of groups that have one.
+    # The second chunk of every group is asked again alone, and so is the third.
     reasks = sum(1 + (n >= 3) for n in grouped)
     assert grouped and summary.retries == reasks and summary.requests == len(sent)
-    assert report.chunks_written == sum(grouped) + sizes.count(0) - reasks
+    assert sizes.count(0) == reasks  # the requests without ids are exactly the re-asks
+    assert report.chunks_written == sum(sizes)
 
 
 def test_a_server_without_structured_outputs_gets_json_in_words(

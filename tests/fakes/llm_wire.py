@@ -174,6 +174,33 @@ _DOC = re.compile(r"<document>\s*(.*?)\s*</document>", re.S)
 _CHUNK = re.compile(r"<chunk>\s*(.*?)\s*</chunk>", re.S)
 _GROUP_CHUNK = re.compile(r'<chunk id="([^"]+)">\s*(.*?)\s*</chunk>', re.S)
 _MARKED_CHUNK = re.compile(r"\[\[(c\d+)\]\](.*?)\[\[/\1\]\]", re.S)  # marked in place
+_ASKED = re.compile(r"^Situate these \d+ chunks: ([c\d, ]+)\.$", re.M)
+
+
+def asked_ids(body: Mapping[str, Any]) -> list[str]:
+    """The chunk ids a grouped request asks about: quoted after the document, or named by the
+    instruction of a document whose chunks are marked in place; [] for a one-chunk request."""
+    text = "\n".join(p.text for p in prompt_parts(body, _provider_of(body)))
+    if found := _ASKED.search(text):
+        return [i.strip() for i in found.group(1).split(",")]
+    return [i for i, _ in _GROUP_CHUNK.findall(text)]
+
+
+def named_answer(body: Mapping[str, Any]) -> bool:
+    """Whether the request's schema names the chunks ({"c1": ...}) rather than listing them."""
+    tools = body.get("tools") or []
+    schema = tools[0].get("input_schema") if tools else None
+    if schema is None:
+        schema = (body.get("response_format") or {}).get("json_schema", {}).get("schema")
+    return isinstance(schema, dict) and "contexts" not in schema.get("properties", {})
+
+
+def _provider_of(body: Mapping[str, Any]) -> Provider:
+    try:
+        prompt_parts(body, "anthropic")
+    except BadRequest:  # an OpenAI body with a "system" role
+        return "openai"
+    return "anthropic"
 
 
 def context_for(document: str, chunk: str) -> str:
@@ -195,10 +222,12 @@ def default_respond(body: Mapping[str, Any]) -> str:
     doc_match, chunk_match = _DOC.search(text), _CHUNK.search(text)
     longest = max(parts, key=lambda p: len(p.text)).text
     document = doc_match.group(1) if doc_match else longest
-    if grouped := _GROUP_CHUNK.findall(text) or _MARKED_CHUNK.findall(document):
-        # A grouped request: JSON, one context per chunk id.
-        contexts = [{"id": i, "context": context_for(document, c)} for i, c in grouped]
-        return json.dumps({"contexts": contexts})
+    if asked := asked_ids(body):  # a grouped request: JSON, a context per chunk asked about
+        texts = dict(_MARKED_CHUNK.findall(document)) | dict(_GROUP_CHUNK.findall(text))
+        answers = {i: context_for(document, texts.get(i, "")) for i in asked}
+        if named_answer(body):
+            return json.dumps(answers)
+        return json.dumps({"contexts": [{"id": i, "context": c} for i, c in answers.items()]})
     chunk = chunk_match.group(1) if chunk_match else parts[-1].text
     return context_for(document, chunk)
 

@@ -4,7 +4,6 @@ then `build_index` runs with LLM contexts, and the estimate must match what the 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 from fakes.hash_embedder import HashEmbedder
 from fakes.llm_server import FakeLLMServer
+from fakes.llm_wire import asked_ids, named_answer
 
 from ctxr.cli import main
 from ctxr.config import Settings, load_settings
@@ -254,15 +254,13 @@ def test_cli_compares_models_as_json_and_dry_run_writes_nothing(
     assert table.exit_code == 0 and "total with caching" in table.stdout
 
 
-_ID = re.compile(r'<chunk id="(c\d+)">|\[\[(c\d+)\]\]')
-
-
 def _grouped_answer(body: Any) -> str:
-    """Every chunk id of a grouped request gets CONTEXT; a per-chunk request gets CONTEXT."""
-    found = _ID.findall(json.dumps(body["messages"]).replace('\\"', '"'))
-    ids = [quoted or marked for quoted, marked in found]
+    """Every chunk a grouped request asks about gets CONTEXT; a per-chunk request gets CONTEXT."""
+    ids = asked_ids(body)
     if not ids:
         return CONTEXT
+    if named_answer(body):
+        return json.dumps(dict.fromkeys(ids, CONTEXT))
     return json.dumps({"contexts": [{"id": i, "context": CONTEXT} for i in ids]})
 
 

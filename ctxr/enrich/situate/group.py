@@ -2,25 +2,23 @@
 
 Below a model's minimum cacheable size every request re-sends its whole document uncached, so
 asking for n chunks at once costs about 1/n as much; above it, grouping still saves the cache
-read and the instruction per chunk. The request is the document part of the situating prompt
-(byte-identical to the per-chunk prompt's, so both share one cached prefix), then the chunks,
-each with an id (``c1``, ``c2``, ...); the answer is JSON, ``{"contexts": [{"id", "context"}]}``.
+read and the instruction per chunk. The answer is JSON under a schema (Anthropic: forced tool
+use; OpenAI: strict `response_format`); an id missing from the answer, or a context that fails
+validation, is asked again alone (the per-chunk prompt), and only then falls back to the
+outline, flagged.
 
-The schema is the same for every group, and does not name the chunks: providers put the tool
-definitions (Anthropic) or the response format (OpenAI) *before* the document in the cached
-prefix, so a schema that named each group's ids would give every group its own prefix, and each
-would miss the document's cache. The instruction names the ids; an id missing from the answer,
-or a context that fails validation, is asked again alone (the per-chunk prompt), and only then
-falls back to the outline, flagged.
+Quoting chunks after their document would send their text twice, so a whole document goes with
+its chunks marked in place (``[[c1]]`` before a chunk's first character, ``[[/c1]]`` after its
+last): every chunk of the document, whichever a request asks about, so that all its requests
+share one cacheable prefix; the instruction names the ids to situate. Providers put the schema
+*before* the document in the cached prefix, so a cached document's requests share one fixed
+schema (``{"contexts": [{"id", "context"}]}``, not naming chunks); an uncached one's schema
+names every chunk asked about (one required property per id, ``{"c5": "..."}``), which also
+costs fewer output tokens. Only a window of a document too long to send whole has its chunks
+quoted after it (`group_request`), after the window's byte-identical prefix.
 
-A document below the model's minimum cacheable size has no cache to share, so quoting its
-chunks after it would send their text twice: there the chunks are marked in place instead
-(``[[c1]]`` before a chunk's first character, ``[[/c1]]`` after its last) and the document is
-sent once, marks and all (`inline_request`). A cacheable document keeps its byte-identical
-prefix and its chunks are quoted after it.
-
-`plan_groups` and `request_for` are the one planner of requests: the queue sends what they
-return, and the estimate prices exactly that.
+`plan_groups` and `ask_for` are the one planner of requests: the queue sends what they return,
+and the estimate prices exactly that.
 """
 
 from __future__ import annotations
@@ -28,6 +26,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Final
 
 from ctxr.enrich.situate.prompt import SITUATE, SituateRequest, heading_trail
@@ -42,8 +41,10 @@ INLINE_TEMPLATE = load_template("situate_inline")
 GROUP_PROMPT_VERSION: Final = (
     f"{SITUATE.version}+{GROUP_TEMPLATE.version}+{INLINE_TEMPLATE.version}"
 )
-# JSON framing per answered chunk ({"id": "c12", "context": "..."}, ), in output tokens.
+# JSON framing per answered chunk, in output tokens: {"id": "c12", "context": "..."}, in the
+# list form; "c12": "...", in the named form of chunks marked in place.
 ANSWER_OVERHEAD_TOKENS: Final = 12
+NAMED_OVERHEAD_TOKENS: Final = 6
 ANSWER_SCHEMA: Final[Mapping[str, Any]] = {
     "type": "object",
     "properties": {
@@ -63,6 +64,17 @@ ANSWER_SCHEMA: Final[Mapping[str, Any]] = {
 _SLOTS = re.compile(r"\{\{(COUNT|CHUNKS)\}\}")
 _INLINE_SLOTS = re.compile(r"\{\{(COUNT|IDS)\}\}")
 _FENCE = re.compile(r"^```(?:json)?\s*\n(.*)\n```$", re.DOTALL)
+
+
+def named_schema(ids: Sequence[str]) -> dict[str, Any]:
+    """An object with one required string property per chunk id: a schema-following model
+    answers every chunk it was asked about."""
+    return {
+        "type": "object",
+        "properties": {i: {"type": "string"} for i in ids},
+        "required": list(ids),
+        "additionalProperties": False,
+    }
 
 
 def chunk_ids(count: int) -> list[str]:
@@ -96,54 +108,91 @@ def duplicates_of(pending: Sequence[Chunk]) -> dict[str, list[Chunk]]:
     return copies
 
 
-def request_for(
-    text: str, whole: bool, group: Sequence[Chunk], cache: bool, context_tokens: int
-) -> CompletionRequest:
-    """The request for `group` of a prefix whose text is `text` (`whole`: the document itself,
-    not a window): one chunk alone; several quoted after a cacheable prefix; several marked in
-    place in a document that is not cached."""
-    if len(group) == 1:
+@dataclass(frozen=True, slots=True)
+class Ask:
+    """One request and the ids its answer gives the group's chunks under, in group order."""
+
+    request: CompletionRequest
+    ids: tuple[str, ...]
+    framing: int  # output tokens of JSON per chunk, for the estimate
+
+
+def ask_for(
+    text: str,
+    whole: bool,
+    window_chunks: Sequence[Chunk],
+    group: Sequence[Chunk],
+    cache: bool,
+    context_tokens: int,
+    grouped: bool = True,
+) -> Ask:
+    """The request for `group`, chunks of a prefix whose text is `text` and which holds
+    `window_chunks` (`whole`: the document itself, not a window of it). Not `grouped` (one
+    chunk a request, Anthropic's method): the per-chunk prompt. Grouped, every request of a
+    prefix has one form, a last group of one chunk included, so that all of them read the one
+    cached prefix (schema and all): chunks of a whole document marked in place, chunks of a
+    window quoted after it."""
+    if not grouped:
         chunk = group[0]
-        return SituateRequest(text, chunk.text, chunk.heading_path, cache).completion()
-    if whole and not cache:
-        return inline_request(text, group, context_tokens)
-    return group_request(text, group, cache, context_tokens)
+        alone = SituateRequest(text, chunk.text, chunk.heading_path, cache).completion()
+        return Ask(alone, ("",), 0)
+    if whole:
+        return _marked(text, window_chunks, group, cache, context_tokens)
+    ids = tuple(chunk_ids(len(group)))
+    return Ask(group_request(text, group, cache, context_tokens), ids, ANSWER_OVERHEAD_TOKENS)
 
 
-def inline_request(
-    document: str, chunks: Sequence[Chunk], context_tokens: int
-) -> CompletionRequest:
-    """`document` sent once with `chunks` marked in place (offsets index `document`)."""
-    marks: list[tuple[int, int, str]] = []  # (offset, order at that offset, mark)
-    for chunk_id, chunk in zip(chunk_ids(len(chunks)), chunks, strict=True):
-        marks.append((chunk.start, 1, f"[[{chunk_id}]]"))
-        marks.append((chunk.end, 0, f"[[/{chunk_id}]]"))  # closes before one opens there
+def mark_in_place(document: str, chunks: Sequence[Chunk]) -> tuple[str, dict[str, str]]:
+    """`document` with every chunk between ``[[cN]]`` and ``[[/cN]]`` (N its place among
+    `chunks`), and each chunk's id by chunk id. The same chunks give the same bytes, whichever
+    of them a request asks about, so the marked document is one cacheable prefix."""
+    ids = {c.chunk_id: f"c{n}" for n, c in enumerate(chunks, start=1)}
+    marks: list[tuple[int, int, str]] = []  # (offset, closes before opens, mark)
+    for chunk in chunks:
+        marks.append((chunk.start, 1, f"[[{ids[chunk.chunk_id]}]]"))
+        marks.append((chunk.end, 0, f"[[/{ids[chunk.chunk_id]}]]"))
     pieces: list[str] = []
     at = 0
     for offset, _, mark in sorted(marks):
         pieces.extend((document[at:offset], mark))
         at = offset
     pieces.append(document[at:])
+    return "".join(pieces), ids
+
+
+def _marked(
+    document: str,
+    window_chunks: Sequence[Chunk],
+    group: Sequence[Chunk],
+    cache: bool,
+    context_tokens: int,
+) -> Ask:
+    marked, by_chunk = mark_in_place(document, window_chunks)
+    ids = tuple(by_chunk[c.chunk_id] for c in group)
     trails = [
         f"Chunk {chunk_id} sits under: {heading_trail(c.heading_path)}"
-        for chunk_id, c in zip(chunk_ids(len(chunks)), chunks, strict=True)
+        for chunk_id, c in zip(ids, group, strict=True)
         if heading_trail(c.heading_path)
     ]
-    values = {"COUNT": str(len(chunks)), "IDS": ", ".join(chunk_ids(len(chunks)))}
+    values = {"COUNT": str(len(group)), "IDS": ", ".join(ids)}
     instruction = _INLINE_SLOTS.sub(lambda m: values[m.group(1)], INLINE_TEMPLATE.body)
     if trails:
         instruction = "\n".join(trails) + "\n" + instruction
-    return CompletionRequest(
+    # A cached prefix needs one schema for every request that reads it (the providers put it
+    # before the document); an uncached one can name exactly the chunks asked about.
+    schema = ANSWER_SCHEMA if cache else named_schema(ids)
+    request = CompletionRequest(
         instruction=instruction,
-        prefix=SITUATE.document_part("".join(pieces)),
-        cache=False,
-        json_schema=ANSWER_SCHEMA,
-        max_output_tokens=_output_budget(len(chunks), context_tokens),
+        prefix=SITUATE.document_part(marked),
+        cache=cache,
+        json_schema=schema,
+        max_output_tokens=_output_budget(len(group), context_tokens),
     )
+    return Ask(request, ids, ANSWER_OVERHEAD_TOKENS if cache else NAMED_OVERHEAD_TOKENS)
 
 
 def _output_budget(count: int, context_tokens: int) -> int:
-    return count * (context_tokens + ANSWER_OVERHEAD_TOKENS) + 16
+    return count * (context_tokens + ANSWER_OVERHEAD_TOKENS) + 16  # the larger framing
 
 
 def group_request(
@@ -166,9 +215,10 @@ def group_request(
     )
 
 
-def parse_answers(text: str, count: int) -> dict[str, str]:
-    """Contexts by chunk id from a grouped answer; ids not asked about are dropped, and an
-    answer that is not the JSON asked for gives {} (every chunk is then asked again alone)."""
+def parse_answers(text: str, ids: Sequence[str]) -> dict[str, str]:
+    """Contexts by chunk id from a grouped answer, in either form (``{"contexts": [...]}`` or
+    ``{"c1": ...}``); ids not asked about are dropped, and an answer that is not the JSON asked
+    for gives {} (every chunk is then asked again alone)."""
     body = text.strip()
     if fenced := _FENCE.match(body):
         body = fenced.group(1).strip()
@@ -176,10 +226,13 @@ def parse_answers(text: str, count: int) -> dict[str, str]:
         data = json.loads(body)
     except ValueError:
         return {}
+    wanted = set(ids)
+    if isinstance(data, dict) and "contexts" not in data:  # {"c1": "...", ...}
+        named = {k: v.strip() for k, v in data.items() if k in wanted and isinstance(v, str)}
+        return named
     items = data.get("contexts") if isinstance(data, dict) else data
     if not isinstance(items, list):
         return {}
-    wanted = set(chunk_ids(count))
     answers: dict[str, str] = {}
     for item in items:
         if not isinstance(item, dict):

@@ -31,11 +31,10 @@ from dataclasses import dataclass, field
 
 from ctxr.enrich.situate.group import (
     GROUP_PROMPT_VERSION,
-    chunk_ids,
+    ask_for,
     duplicates_of,
     parse_answers,
     plan_groups,
-    request_for,
 )
 from ctxr.enrich.situate.ledger import Ledger
 from ctxr.enrich.situate.outline import outline_context
@@ -125,7 +124,7 @@ class _Run:
         priority: Priority,
         copies: dict[str, list[Chunk]],
     ) -> None:
-        if len(group) == 1:
+        if self.group_size == 1:
             results = [await self.situate(prefix, group[0], priority)]
         else:
             results = await self.situate_group(prefix, group, priority)
@@ -140,9 +139,15 @@ class _Run:
         """One request for `group`; a chunk the answer misses or gets wrong is asked alone."""
         document = prefix.document
         window = prefix.window
-        request = request_for(
-            window.text, window.block is None, group, prefix.cache, self.context_tokens
+        ask = ask_for(
+            window.text,
+            window.block is None,
+            window.chunks,
+            group,
+            prefix.cache,
+            self.context_tokens,
         )
+        request = ask.request
         if self.plain_json:
             request = dataclasses.replace(request, json_schema=None)
         tokens_in = sum(self.count_tokens(c.text) for c in group) + PROMPT_OVERHEAD_TOKENS
@@ -158,10 +163,10 @@ class _Run:
         except Exception as exc:  # any failure: these chunks fall back, the run goes on
             return [self._failed(document, c, exc) for c in group]
         self.ledger.record_usage(document.doc_id, completion.usage)
-        answers = parse_answers(completion.text, len(group))
+        answers = parse_answers(completion.text, ask.ids)
         results: dict[str, SituateResult] = {}
         again: list[Chunk] = []
-        for chunk_id, chunk in zip(chunk_ids(len(group)), group, strict=True):
+        for chunk_id, chunk in zip(ask.ids, group, strict=True):
             text = answers.get(chunk_id)
             verdict = None if text is None else self._verdict(document, chunk, text)
             if text is not None and verdict is None:
