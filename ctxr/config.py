@@ -87,7 +87,7 @@ class Settings(BaseSettings):
     llm_max_output_tokens: int = Field(200, ge=16, le=4096, description="per context")
     # Grouped situating (ctxr.enrich.situate.group): several chunks of one document per request.
     llm_group_size: int = Field(
-        1, ge=1, le=64, description="chunks situated per LLM request; 1 = one request per chunk"
+        16, ge=1, le=64, description="chunks situated per LLM request; 1 = one request per chunk"
     )
     max_document_tokens: int = Field(
         100_000, ge=1000, description="longer documents are sent to the LLM in windows"

@@ -72,6 +72,8 @@ def _setup(
     monkeypatch.setenv("CTXR_LLM_PROVIDER", provider)
     monkeypatch.setenv("CTXR_LLM_MODEL", model)
     monkeypatch.setenv("CTXR_MAX_DOCUMENT_TOKENS", "2500")
+    # One request per chunk (Anthropic's method) unless a test groups them itself.
+    monkeypatch.setenv("CTXR_LLM_GROUP_SIZE", "1")
     prices = tmp_path / "prices.json"
     prices.write_text(json.dumps({"models": {SONNET: {"provider": "anthropic", **SONNET_PRICE}}}))
     monkeypatch.setenv("CTXR_PRICES_FILE", str(prices))
@@ -234,7 +236,8 @@ def test_cli_compares_models_as_json_and_dry_run_writes_nothing(
     for model in body["models"]:
         assert set(model["tokens"]) >= {"input", "cache_write", "cache_read", "output", "embedding"}
         assert set(model["dollars"]) >= {"total", "total_without_caching", "total_batch"}
-        assert model["requests"] == model["chunks"] > 0 and model["largest_documents"]
+        # By default chunks are situated 16 a request (CTXR_LLM_GROUP_SIZE).
+        assert 0 < model["requests"] < model["chunks"] and model["largest_documents"]
     haiku = body["models"][1]  # only the 6,000-token archive reaches Haiku 4.5's minimum
     assert haiku["min_cacheable_tokens"] == 4096 and haiku["cached_prefixes"] == 1
     assert haiku["uncached_documents"] == len(TOPICS) + 1

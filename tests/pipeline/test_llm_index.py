@@ -46,6 +46,8 @@ def _index(tmp_path: Path, server: FakeLLMServer, monkeypatch: pytest.MonkeyPatc
     for name, value in server.env().items():
         monkeypatch.setenv(name, value)
     monkeypatch.setenv("CTXR_LLM_MODEL", MODEL)
+    # These runs check the one-request-per-chunk schedule; grouping has tests of its own.
+    monkeypatch.setenv("CTXR_LLM_GROUP_SIZE", "1")
     prices = tmp_path / "prices.json"
     prices.write_text(json.dumps({"models": {MODEL: {"provider": "anthropic", **PRICE}}}))
     monkeypatch.setenv("CTXR_PRICES_FILE", str(prices))
