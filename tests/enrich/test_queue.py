@@ -6,9 +6,11 @@ import asyncio
 import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from ctxr.enrich.situate import queue as queue_module
 from ctxr.enrich.situate.ledger import Ledger
 from ctxr.enrich.situate.outline import outline_context
 from ctxr.enrich.situate.queue import situate_documents
@@ -18,7 +20,7 @@ from ctxr.errors import ProviderError
 from ctxr.llm.base import Usage
 from ctxr.llm.ratelimit import RateLimiter, RateLimits
 from ctxr.types import Chunk, Document, chunk_id_for, text_hash
-from tests.fakes.scripted_llm import ScriptedLLM, words
+from tests.fakes.scripted_llm import ScriptedLLM, default_answer, words
 
 FAST = Backoff(initial=0.001, maximum=0.01)
 Corpus = list[tuple[Document, list[Chunk]]]
@@ -432,3 +434,24 @@ def test_progress_counts_chunks_and_ends_with_a_summary_line() -> None:
     assert progress.started == [("contexts", 12)] and progress.advanced == 12
     assert progress.notes[-1].startswith("contexts: 3/3 documents, 12 chunks, 12 requests")
     assert "cache reads" in progress.notes[-1] and "$" in progress.notes[-1]
+
+
+def test_the_ledger_is_written_as_the_run_goes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A run killed without a chance to clean up (kill -9) still leaves its spend on record.
+    monkeypatch.setattr(queue_module, "NOTE_EVERY_SECONDS", 0.0)
+    ledger_file = tmp_path / "ledger.json"
+    seen: list[dict[str, object]] = []
+
+    def answer(request: Any) -> str:
+        if ledger_file.exists():
+            seen.append(json.loads(ledger_file.read_text())["summary"])
+        return default_answer(request)
+
+    llm = ScriptedLLM(min_cacheable_tokens=100, answer=answer)
+    run(corpus(2, 6, words_per_chunk=50), llm, ledger=Ledger(ledger_file), concurrency=2)
+    assert seen and all(s["interrupted"] is True for s in seen)  # mid-run snapshots
+    assert max(int(str(s["requests"])) for s in seen) > 1
+    final = json.loads(ledger_file.read_text())["summary"]
+    assert final["interrupted"] is False and final["requests"] == 12

@@ -130,6 +130,9 @@ class Ledger:
         self.provider, self.model, self.prompt_version = provider, model, prompt_version
         self.started_at = datetime.now(UTC).isoformat(timespec="seconds")
         self._t0, self._t1 = self._clock(), None
+        # Until `finish` says otherwise: a snapshot written mid-run, the last one a killed run
+        # leaves behind, reads as interrupted.
+        self.interrupted = True
 
     def finish(self, *, interrupted: bool = False) -> None:
         self._t1 = self._clock()

@@ -229,6 +229,7 @@ class _Run:
         self.left[document.doc_id] -= 1
         if time.monotonic() - self.last_note >= NOTE_EVERY_SECONDS:
             self.note()
+            self.ledger.write()  # the spend so far is on record, even if the run is killed
 
     def note(self) -> None:
         self.last_note = time.monotonic()
