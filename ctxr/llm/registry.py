@@ -58,16 +58,26 @@ def detect_provider(env: Mapping[str, str]) -> str | None:
     return None
 
 
-def _provider_class(provider: str) -> type[AnthropicLLM | OpenAILLM]:
+def _make(
+    provider: str,
+    model: str | None,
+    *,
+    sync: bool,
+    api_key: str | None,
+    base_url: str | None,
+    timeout: float,
+    max_output_tokens: int,
+) -> AnthropicLLM | OpenAILLM:
+    """The provider's adapter, its SDK imported here, on first use."""
+    chosen = model or DEFAULT_MODELS.get(provider, "")
+    cls: type[AnthropicLLM | OpenAILLM]
     if provider == "anthropic":
-        from ctxr.llm.anthropic import AnthropicLLM
-
-        return AnthropicLLM
-    if provider == "openai":
-        from ctxr.llm.openai import OpenAILLM
-
-        return OpenAILLM
-    raise ConfigError(f"unknown LLM provider {provider!r}; use one of {', '.join(PROVIDERS)}")
+        from ctxr.llm.anthropic import AnthropicLLM as cls
+    elif provider == "openai":
+        from ctxr.llm.openai import OpenAILLM as cls
+    else:
+        raise ConfigError(f"unknown LLM provider {provider!r}; use one of {', '.join(PROVIDERS)}")
+    return cls(chosen, api_key, base_url, timeout, max_output_tokens, sync=sync)
 
 
 def make_llm(
@@ -79,10 +89,17 @@ def make_llm(
     timeout: float = 60.0,
     max_output_tokens: int = 200,
 ) -> LLM:
-    """A provider by name; `None` model, key or base URL leave the choice to the defaults and
-    the SDK's own environment variables. The SDK is imported here, on first use."""
-    chosen = model or DEFAULT_MODELS.get(provider, "")
-    return _provider_class(provider)(chosen, api_key, base_url, timeout, max_output_tokens)
+    """A provider by name, for async callers (the situating queue); `None` model, key or base
+    URL leave the choice to the defaults and the SDK's own environment variables."""
+    return _make(
+        provider,
+        model,
+        sync=False,
+        api_key=api_key,
+        base_url=base_url,
+        timeout=timeout,
+        max_output_tokens=max_output_tokens,
+    )
 
 
 def make_sync_llm(
@@ -95,6 +112,12 @@ def make_sync_llm(
     max_output_tokens: int = 200,
 ) -> SyncLLM:
     """`make_llm` for sync callers (the reranker, inside a search running in a thread)."""
-    chosen = model or DEFAULT_MODELS.get(provider, "")
-    cls = _provider_class(provider)
-    return cls(chosen, api_key, base_url, timeout, max_output_tokens, sync=True)
+    return _make(
+        provider,
+        model,
+        sync=True,
+        api_key=api_key,
+        base_url=base_url,
+        timeout=timeout,
+        max_output_tokens=max_output_tokens,
+    )

@@ -110,7 +110,8 @@ def duplicates_of(pending: Sequence[Chunk]) -> dict[str, list[Chunk]]:
 
 @dataclass(frozen=True, slots=True)
 class Ask:
-    """One request and the ids its answer gives the group's chunks under, in group order."""
+    """One request and the ids its answer gives the group's chunks under, in group order
+    (none for a chunk asked alone, whose answer is the context itself)."""
 
     request: CompletionRequest
     ids: tuple[str, ...]
@@ -135,7 +136,7 @@ def ask_for(
     if not grouped:
         chunk = group[0]
         alone = SituateRequest(text, chunk.text, chunk.heading_path, cache).completion()
-        return Ask(alone, ("",), 0)
+        return Ask(alone, (), 0)  # answered in plain text, not under ids
     if whole:
         return _marked(text, window_chunks, group, cache, context_tokens)
     ids = tuple(chunk_ids(len(group)))
