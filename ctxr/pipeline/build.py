@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ctxr.config import Settings
+from ctxr.enrich.load.walk import disk_path, display_path
 from ctxr.enrich.situate.contexts import ContextPlan, resolve_context, situate_all
 from ctxr.index import components
 from ctxr.index.bm25.analyzer import Bm25Analyzer
@@ -196,11 +197,11 @@ def _prune(
     index_dir: Path,
 ) -> None:
     """Remove documents that were indexed from one of `paths`' directories and are gone now."""
-    roots = [Path(p).as_posix().rstrip("/") + "/" for p in paths if Path(p).is_dir()]
+    roots = [display_path(p).rstrip("/") for p in paths if Path(p).is_dir()]
     gone = [
         doc_id
         for doc_id, entry in manifest.documents.items()
-        if any(entry.source.startswith(root) for root in roots) and not Path(entry.source).exists()
+        if any(_under(entry.source, root) for root in roots) and not _on_disk(entry.source)
     ]
     if gone:
         store.delete_documents(gone)
@@ -239,3 +240,15 @@ def _prepare(
             "contexts used); the next run asks again for those chunks only"
         )
     return prepared
+
+
+def _on_disk(source: str) -> bool:
+    # A source with byte escapes names a file whose name is not UTF-8 (see `display_path`).
+    return Path(source).exists() or disk_path(source).exists()
+
+
+def _under(source: str, root: str) -> bool:
+    # The walk writes files under "." without the "./" (`docs/a.md`, not `./docs/a.md`).
+    if root == ".":
+        return not source.startswith("/")
+    return source.startswith(root + "/")

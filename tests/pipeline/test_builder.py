@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -291,3 +292,38 @@ def test_an_interrupted_run_is_completed_by_the_next(
     assert report.documents_unchanged == len(halfway.documents)
     assert report.documents_indexed == 8 - len(halfway.documents)
     assert report.points_total == Manifest.load(tmp_path / "idx").chunk_count == 8
+
+
+def test_a_file_name_that_is_not_utf8_is_indexed_and_pruned(tmp_path: Path) -> None:
+    # Names from old disks and archives: Python holds their bytes as surrogate escapes, which
+    # neither JSON nor Qdrant accept; the run used to abort on them.
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    bad = Path(os.fsdecode(bytes(docs / "bad") + b"\xffname.md"))
+    bad.write_text("# Odd name\n\nThe lighthouse keeper logs every ship.\n")
+    (docs / "good.md").write_text("# Good\n\nNothing odd here.\n")
+    settings = load_settings(index_dir=tmp_path / "idx", cache_dir=tmp_path / "cache")
+    first = build_index([docs], settings, embedder=HashEmbedder())
+    assert first.documents_indexed == 2 and not first.failed
+    sources = {e.source for e in Manifest.load(tmp_path / "idx").documents.values()}
+    assert (docs / "bad").as_posix() + "\\xffname.md" in sources  # the byte, escaped
+    with SearchService(settings, embedder=HashEmbedder()) as service:
+        hit = service.search("lighthouse keeper", k=1, mode="bm25")[0]
+    assert hit.source.endswith("bad\\xffname.md") and "lighthouse" in hit.text
+    again = build_index([docs], settings, embedder=HashEmbedder())
+    assert again.documents_unchanged == 2 and again.documents_removed == 0
+    bad.unlink()
+    gone = build_index([docs], settings, embedder=HashEmbedder())
+    assert gone.documents_removed == 1 and gone.points_total == 1
+
+
+def test_deleted_files_are_pruned_when_the_folder_is_given_as_dot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "a.md").write_text("# A\n\nalpha text\n")
+    (tmp_path / "b.md").write_text("# B\n\nbeta text\n")
+    monkeypatch.chdir(tmp_path)
+    settings = load_settings(index_dir=tmp_path / ".idx", cache_dir=tmp_path / ".cache")
+    assert build_index(["."], settings, embedder=HashEmbedder()).documents_indexed == 2
+    (tmp_path / "b.md").unlink()
+    assert build_index(["."], settings, embedder=HashEmbedder()).documents_removed == 1

@@ -12,6 +12,7 @@ from pathlib import Path
 from ctxr.enrich.load.chat import as_conversation
 from ctxr.enrich.load.html import HTML_SUFFIXES, extract_html
 from ctxr.enrich.load.pdf import load_pdf
+from ctxr.enrich.load.walk import display_path
 from ctxr.errors import BinaryFileError, LoadError, UndecodableFileError
 from ctxr.types import Document, DocumentKind, text_hash
 
@@ -47,7 +48,7 @@ def kind_of(path: Path) -> tuple[DocumentKind, str | None]:
 
 def load_document(path: Path) -> Document:
     """Read one file as UTF-8 text; raise a `LoadError` naming the file and the fix."""
-    source = path.as_posix()
+    source = display_path(path)  # a name that is not UTF-8 keeps its bytes as escapes
     if path.suffix.lower() == ".pdf":
         return load_pdf(path)  # kind "pdf": the pages' text layer, see ctxr.enrich.load.pdf
     if path.suffix.lower() in BINARY_SUFFIXES:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from ctxr.enrich.load.walk import display_path
 from ctxr.errors import LoadError
 from ctxr.types import PAGE_BREAK, Document, text_hash
 
@@ -23,7 +24,7 @@ def load_pdf(path: Path) -> Document:
     import pypdf  # imported here: only corpora with PDFs pay for it
     from pypdf.errors import PdfReadError
 
-    source = path.as_posix()
+    source = display_path(path)  # a name that is not UTF-8 keeps its bytes as escapes
     # pypdf logs every malformed-but-recoverable object; one summary error is enough for us.
     logging.getLogger("pypdf").setLevel(logging.ERROR)
     try:

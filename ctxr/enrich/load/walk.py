@@ -7,6 +7,7 @@ the caller records them and moves on.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +15,28 @@ from pathlib import Path
 import pathspec
 
 IGNORE_FILES = (".gitignore", ".ctxrignore")
+
+
+def display_path(path: Path | str) -> str:
+    """`path` as text that JSON, Qdrant and a terminal accept. A name that is not valid UTF-8
+    (bytes from an old disk or an archive, which Python holds as surrogate escapes) keeps each
+    undecodable byte as a ``\\xNN`` escape, so the text still names that one file
+    (`disk_path` turns it back)."""
+    text = Path(path).as_posix()
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return os.fsencode(text).decode("utf-8", "backslashreplace")
+    return text
+
+
+_BYTE_ESCAPE = re.compile(rb"\\x([0-9a-f]{2})")
+
+
+def disk_path(source: str) -> Path:
+    """The file `display_path` gave `source` for: its ``\\xNN`` escapes turned back into bytes."""
+    raw = _BYTE_ESCAPE.sub(lambda m: bytes([int(m.group(1), 16)]), source.encode("utf-8"))
+    return Path(os.fsdecode(raw))
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +68,7 @@ def walk(paths: Sequence[str | Path], max_file_bytes: int) -> Iterator[Path | Sk
             yield _size_checked(root, max_file_bytes)
             continue
         if not root.is_dir():
-            yield Skipped(str(given), "no such file or directory")
+            yield Skipped(display_path(given), "no such file or directory")
             continue
         spec = _ignore_spec(root)
         for dirpath, dirnames, filenames in os.walk(root):
@@ -55,18 +78,18 @@ def walk(paths: Sequence[str | Path], max_file_bytes: int) -> Iterator[Path | Sk
             for name in sorted(dirnames):
                 rel = (rel_dir / name).as_posix() + "/"
                 if name.startswith("."):
-                    yield Skipped(str(here / name), "hidden directory")
+                    yield Skipped(display_path(here / name), "hidden directory")
                 elif spec is not None and spec.match_file(rel):
-                    yield Skipped(str(here / name), "ignored directory")
+                    yield Skipped(display_path(here / name), "ignored directory")
                 else:
                     kept_dirs.append(name)
             dirnames[:] = kept_dirs  # os.walk descends only into what we keep
             for name in sorted(filenames):
                 path = here / name
                 if name.startswith("."):
-                    yield Skipped(str(path), "hidden file")
+                    yield Skipped(display_path(path), "hidden file")
                 elif spec is not None and spec.match_file((rel_dir / name).as_posix()):
-                    yield Skipped(str(path), "ignored file")
+                    yield Skipped(display_path(path), "ignored file")
                 else:
                     yield _size_checked(path, max_file_bytes)
 
@@ -75,13 +98,13 @@ def _size_checked(path: Path, max_file_bytes: int) -> Path | Skipped:
     try:
         size = path.stat().st_size
     except OSError as exc:
-        return Skipped(str(path), f"cannot stat: {exc.strerror}")
+        return Skipped(display_path(path), f"cannot stat: {exc.strerror}")
     if size > max_file_bytes:
         return Skipped(
-            str(path),
+            display_path(path),
             f"larger than CTXR_MAX_FILE_BYTES ({size:,} > {max_file_bytes:,} bytes); "
             "raise the limit to include it",
         )
     if size == 0:
-        return Skipped(str(path), "empty file")
+        return Skipped(display_path(path), "empty file")
     return path
