@@ -20,8 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
-import diskcache
-
+from ctxr.cache_files import open_cache
 from ctxr.types import text_hash
 
 
@@ -54,7 +53,9 @@ class ResponseCache:
 
     def __init__(self, directory: str | Path) -> None:
         self.directory = Path(directory)
-        self._cache = diskcache.Cache(str(self.directory), eviction_policy="none")
+        self._cache = open_cache(
+            self.directory, "LLM response cache", paid=True, eviction_policy="none"
+        )
 
     def get(self, key: str) -> CachedContext | None:
         raw = self._cache.get(key)

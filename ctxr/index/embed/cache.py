@@ -11,16 +11,16 @@ import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 
-import diskcache
 import numpy as np
 
+from ctxr.cache_files import open_cache
 from ctxr.index.embed.base import Embedder, FloatMatrix
 
 
 class CachedEmbedder:
     def __init__(self, inner: Embedder, directory: Path) -> None:
         self.inner = inner
-        self._cache = diskcache.Cache(str(directory), size_limit=4 * 2**30)
+        self._cache = open_cache(Path(directory), "embedding cache", size_limit=4 * 2**30)
         self.hits = 0
         self.misses = 0
 
