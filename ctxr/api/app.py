@@ -16,6 +16,7 @@ with every hit flagged, never an error.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from collections.abc import AsyncIterator
@@ -227,8 +228,8 @@ def create_app(settings: Settings) -> FastAPI:
         found = await run_in_threadpool(svc.document, doc_id)
         if found is None:
             raise HTTPException(
-                404, detail=f"no document {doc_id!r} in the index; ids are source paths as "
-                "search hits give them in `doc_id`",
+                404, detail=f"no document {_short(doc_id)!r} in the index; ids are source "
+                "paths as search hits give them in `doc_id`",
             )  # fmt: skip
         return DocumentResponse.model_validate(found)
 
@@ -236,11 +237,29 @@ def create_app(settings: Settings) -> FastAPI:
 
 
 def _explain(error: Any) -> Any:
-    """A validation error as FastAPI writes it, minus a long rejected input echoed back."""
+    """A validation error as FastAPI writes it, minus a rejected input that is long, or that
+    JSON cannot carry (NaN, a lone surrogate): echoing those back would fail the answer itself."""
     error = dict(error)
     if isinstance(error.get("input"), str | list | dict) and len(error["input"]) > 100:
         del error["input"]
+    if not _json_safe(error.get("ctx")):
+        error.pop("ctx", None)
+    if "input" in error and not _json_safe(error["input"]):
+        error["input"] = ascii(error["input"])[:100]
     return jsonable_encoder(error)
+
+
+def _short(text: str, limit: int = 200) -> str:
+    """An id echoed in an error: at most `limit` characters, never a client's 100 KB."""
+    return text if len(text) <= limit else text[:limit] + f"... ({len(text):,} characters)"
+
+
+def _json_safe(value: Any) -> bool:
+    try:
+        json.dumps(jsonable_encoder(value), allow_nan=False, ensure_ascii=False).encode("utf-8")
+    except (TypeError, ValueError, UnicodeEncodeError):
+        return False
+    return True
 
 
 def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8000) -> None:

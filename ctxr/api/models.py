@@ -21,7 +21,9 @@ from ctxr.index.filters import parse_filters
 class SearchRequestBase(BaseModel):
     """Exactly one of `query` (one list of hits back) or `queries` (one list per query)."""
 
-    model_config = ConfigDict(extra="forbid")
+    # Strict: `"k": "5"` or `"k": true` is a client's mistake, answered 422, not guessed at; a
+    # string with a lone UTF-16 surrogate ("\ud800", which JSON can carry) is refused too.
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     query: str | None = None
     queries: list[str] | None = None

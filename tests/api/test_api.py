@@ -125,6 +125,31 @@ class TestInProcess:
         assert response.status_code == 422
         assert response.json()["detail"][0]["loc"] == ["body", "rerank"]
 
+    @pytest.mark.parametrize(
+        ("raw", "loc"),
+        [
+            (b'{"query": "\\ud800x"}', ["body", "query"]),  # a lone surrogate
+            (b'{"queries": ["ok", "\\udfffx"]}', ["body", "queries", 1]),
+            (b'{"query": "x", "k": NaN}', ["body", "k"]),
+            (b'{"query": "x", "k": "5"}', ["body", "k"]),  # strict: no coercion
+            (b'{"query": "x", "k": true}', ["body", "k"]),
+            (b'{"query": "x", "merge": "yes"}', ["body", "merge"]),
+        ],
+    )
+    def test_inputs_json_cannot_echo_or_types_that_do_not_match_are_422(
+        self, client: TestClient, raw: bytes, loc: list[Any]
+    ) -> None:
+        # These were 500s: the 422 handler itself failed to serialise NaN or a surrogate.
+        headers = {**AUTH, "Content-Type": "application/json"}
+        response = client.post("/search", headers=headers, content=raw)
+        assert response.status_code == 422, response.text
+        assert any(e["loc"] == loc for e in response.json()["detail"]), response.text
+
+    def test_an_unknown_document_id_is_not_echoed_whole(self, client: TestClient) -> None:
+        response = client.get("/documents/" + "x" * 20_000, headers=AUTH)
+        assert response.status_code == 404 and len(response.text) < 600
+        assert "20,000 characters" in response.json()["detail"]
+
     def test_malformed_json_is_422(self, client: TestClient) -> None:
         for raw in (b'{"query": ', b"[1, 2]", b'"just a string"'):
             response = client.post(
