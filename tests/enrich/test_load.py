@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 from pathlib import Path
 
 import pytest
@@ -160,3 +161,19 @@ def test_build_index_reports_bad_files_and_indexes_the_rest(tmp_path: Path) -> N
     assert {f["path"] for f in body["failed"]} == set(failed)  # type: ignore[union-attr]
     manifest = Manifest.load(tmp_path / "idx")
     assert set(manifest.documents) == {good_md.as_posix(), good_py.as_posix()}
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-be", "utf-32"])
+def test_utf16_and_utf32_files_with_a_byte_order_mark_are_read(
+    tmp_path: Path, encoding: str
+) -> None:
+    # They used to be refused as "binary (NUL bytes)".
+    text = "# Notes\n\nCafé au lait, 3 € — résumé.\n"
+    path = tmp_path / "notes.md"
+    bom = {"utf-16": b"", "utf-16-be": codecs.BOM_UTF16_BE, "utf-32": b""}[encoding]
+    path.write_bytes(bom + text.encode(encoding))
+    document = load_document(path)
+    assert document.text == text and document.kind == "markdown" and document.title == "Notes"
+    (tmp_path / "no-bom.txt").write_bytes("plain".encode("utf-16-le"))
+    with pytest.raises(BinaryFileError, match="NUL bytes"):
+        load_document(tmp_path / "no-bom.txt")

@@ -6,6 +6,7 @@ moves past, so one bad file never stops a run.
 
 from __future__ import annotations
 
+import codecs
 import re
 from pathlib import Path
 
@@ -32,6 +33,13 @@ BINARY_SUFFIXES = {
     ".jar", ".woff", ".woff2", ".ttf", ".mp3", ".mp4", ".wav", ".sqlite", ".db", ".parquet",
 }  # fmt: skip
 _SNIFF_BYTES = 8192
+# Longest first: the UTF-32-LE mark begins with the UTF-16-LE one.
+_UNICODE_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
 _H1 = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
 
 
@@ -57,15 +65,18 @@ def load_document(path: Path) -> Document:
         raw = path.read_bytes()
     except OSError as exc:
         raise LoadError(source, f"cannot read ({exc.strerror}); check its permissions") from exc
-    if b"\x00" in raw[:_SNIFF_BYTES]:
+    # A UTF-16 or UTF-32 byte-order mark says what the NUL bytes that follow it are.
+    encoding = next((name for bom, name in _UNICODE_BOMS if raw.startswith(bom)), "utf-8-sig")
+    if encoding == "utf-8-sig" and b"\x00" in raw[:_SNIFF_BYTES]:
         raise BinaryFileError(source, "binary content (NUL bytes); convert it to text to index it")
     try:
-        # utf-8-sig drops a byte-order mark, which would otherwise shift every offset by one.
-        text = raw.decode("utf-8-sig")
+        # The codecs drop the byte-order mark, which would otherwise shift every offset.
+        text = raw.decode(encoding)
     except UnicodeDecodeError as exc:
         raise UndecodableFileError(
             source,
-            f"not valid UTF-8 (byte {exc.start}); re-encode it, e.g. "
+            f"not valid {encoding.removesuffix('-sig').upper()} (byte {exc.start}); re-encode "
+            "it, e.g. "
             f"`iconv -f latin1 -t utf-8 {source} -o {source}.utf8`",
         ) from exc
     if not text.strip():
