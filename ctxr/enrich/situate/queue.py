@@ -153,14 +153,13 @@ class _Run:
         tokens_in = sum(self.count_tokens(c.text) for c in group) + PROMPT_OVERHEAD_TOKENS
         try:
             completion = await self.sender.send(prefix, request, group[0], priority, tokens_in)
-        except ProviderError as exc:
-            if exc.status == 400 and request.json_schema is not None:
+        except Exception as exc:  # any failure: these chunks fall back, the run goes on
+            refused = isinstance(exc, ProviderError) and exc.status == 400
+            if refused and request.json_schema is not None:
                 # An OpenAI-compatible server without structured outputs: the prompt itself
                 # asks for the JSON, so ask again without the schema (and never send it again).
                 self.plain_json = True
                 return await self.situate_group(prefix, group, priority)
-            return [self._failed(document, c, exc) for c in group]
-        except Exception as exc:  # any failure: these chunks fall back, the run goes on
             return [self._failed(document, c, exc) for c in group]
         self.ledger.record_usage(document.doc_id, completion.usage)
         answers = parse_answers(completion.text, ask.ids)
