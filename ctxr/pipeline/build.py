@@ -20,6 +20,7 @@ from ctxr.index import components
 from ctxr.index.bm25.analyzer import Bm25Analyzer
 from ctxr.index.embed.base import Embedder
 from ctxr.index.manifest import MANIFEST_NAME, Manifest
+from ctxr.index.run_lock import index_lock
 from ctxr.index.store import factory as store_factory
 from ctxr.index.store.base import Store
 from ctxr.pipeline.chunking import Chunker, default_chunker
@@ -122,32 +123,33 @@ def _run(
     started = time.perf_counter()
     progress = progress or NullProgress()
     plan = resolve_context(settings)
-    embedder = embedder or components.make_embedder(settings, cached=True)
-    analyzer = components.make_analyzer(settings)
     index_dir = Path(settings.index_dir)
-    report = IndexReport(index_dir=str(index_dir), context_kind=plan.kind)
-    manifest, store = open_or_create(index_dir, settings, embedder, analyzer, rebuild)
-    try:
-        recipe = document_recipe(settings, plan, chunker_name)
-        todo = collect(manifest, store, recipe, report, progress)
-        prepared = _prepare(
-            todo,
-            chunker or default_chunker(settings, embedder),
-            plan,
-            settings,
-            analyzer,
-            report,
-            progress,
-        )
-        write(prepared, manifest, store, embedder, settings, recipe, report, progress)
-        store.flush()
-        report.points_total = store.count()
-        _optimize(store, settings, report, progress)
-    finally:
-        store.close()
-        close = getattr(embedder, "close", None)
-        if callable(close):
-            close()
+    with index_lock(index_dir):  # before anything is created: one run per index at a time
+        embedder = embedder or components.make_embedder(settings, cached=True)
+        analyzer = components.make_analyzer(settings)
+        report = IndexReport(index_dir=str(index_dir), context_kind=plan.kind)
+        manifest, store = open_or_create(index_dir, settings, embedder, analyzer, rebuild)
+        try:
+            recipe = document_recipe(settings, plan, chunker_name)
+            todo = collect(manifest, store, recipe, report, progress)
+            prepared = _prepare(
+                todo,
+                chunker or default_chunker(settings, embedder),
+                plan,
+                settings,
+                analyzer,
+                report,
+                progress,
+            )
+            write(prepared, manifest, store, embedder, settings, recipe, report, progress)
+            store.flush()
+            report.points_total = store.count()
+            _optimize(store, settings, report, progress)
+        finally:
+            store.close()
+            close = getattr(embedder, "close", None)
+            if callable(close):
+                close()
     report.seconds = time.perf_counter() - started
     return report
 

@@ -327,3 +327,22 @@ def test_deleted_files_are_pruned_when_the_folder_is_given_as_dot(
     assert build_index(["."], settings, embedder=HashEmbedder()).documents_indexed == 2
     (tmp_path / "b.md").unlink()
     assert build_index(["."], settings, embedder=HashEmbedder()).documents_removed == 1
+
+
+def test_a_second_run_on_the_same_index_is_refused_before_it_creates_anything(
+    tmp_path: Path,
+) -> None:
+    # Two runs starting at once on a new directory raced to create the shard; the loser got a
+    # raw rename error whose advice (remove the directory) would destroy the winner's index.
+    from ctxr.errors import IndexError_
+    from ctxr.index.run_lock import index_lock
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# A\n\nalpha text\n")
+    settings = load_settings(index_dir=tmp_path / "idx", cache_dir=tmp_path / "cache")
+    with index_lock(tmp_path / "idx"), pytest.raises(IndexError_, match="in use by another"):
+        build_index([docs], settings, embedder=HashEmbedder())
+    assert not shard_path(tmp_path / "idx").exists()  # the loser created nothing
+    report = build_index([docs], settings, embedder=HashEmbedder())  # the lock was released
+    assert report.documents_indexed == 1

@@ -1,0 +1,45 @@
+"""One indexing run per index directory at a time.
+
+Two `ctxr index` runs that start together on a new directory used to race to create the
+Qdrant shard, and the loser got a raw rename error whose advice (remove the directory) would
+have destroyed the winner's index. The run now takes an exclusive lock on `<index>/.lock`
+before it creates or opens anything; a second run is refused at once with a message that names
+the directory. The kernel releases the lock with its holder, so a killed run never leaves a
+stale one behind. (Where `fcntl` does not exist, Windows, runs are not serialised here; the
+shard's own write-ahead-log lock still refuses a second writer.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from ctxr.errors import IndexError_
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
+LOCK_NAME = ".lock"
+
+
+@contextmanager
+def index_lock(index_dir: Path) -> Iterator[None]:
+    index_dir.mkdir(parents=True, exist_ok=True)
+    if fcntl is None:  # pragma: no cover - Windows
+        yield
+        return
+    with open(index_dir / LOCK_NAME, "a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise IndexError_(
+                f"the index at {index_dir} is in use by another ctxr process (a running "
+                "`ctxr index`); wait for it to finish, then retry"
+            ) from None
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
