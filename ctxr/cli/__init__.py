@@ -61,7 +61,8 @@ class _Group(click.Group):
         except CtxrError as exc:
             from ctxr.cli.render import err_console
 
-            err_console.print(f"[bold red]error:[/] {exc}", highlight=False)
+            # soft_wrap: the message is one line a user can copy, whatever the terminal width.
+            err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
             sys.exit(2)
 
 

@@ -12,6 +12,9 @@ import click
 from ctxr.cli.options import index_option
 from ctxr.config import CHUNKINGS, CONTEXT_MODES, load_settings
 
+# Exit status when some files could not be loaded and everything else was indexed.
+PARTIAL = 3
+
 
 @click.command("index")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
@@ -26,7 +29,9 @@ from ctxr.config import CHUNKINGS, CONTEXT_MODES, load_settings
     default=None,
     help="structure, semantic (topic breakpoints) or parent (parent-child) [CTXR_CHUNKING]",
 )
-@click.option("--strict", is_flag=True, help="exit 1 if any file could not be loaded")
+@click.option(
+    "--strict", is_flag=True, help=f"exit 1, not {PARTIAL}, if any file could not be loaded"
+)
 @click.option("--json", "as_json", is_flag=True, help="print the report as JSON")
 @click.option("--dry-run", is_flag=True, help="only estimate the cost; write nothing")
 def index_command(
@@ -41,7 +46,11 @@ def index_command(
     as_json: bool,
     dry_run: bool,
 ) -> None:
-    """Index files and folders (Markdown, code, text) into a hybrid search index."""
+    """Index files and folders (Markdown, code, text) into a hybrid search index.
+
+    Exit status: 0 all indexed; 3 some files could not be loaded (listed; the rest is indexed);
+    1 some LLM contexts failed (outline contexts in their place), or --strict and a file failed;
+    2 an error (a bad setting, an index in use) before anything was indexed."""
     from ctxr.cli import render
     from ctxr.cli.progress import RichProgress
     from ctxr.enrich.situate.contexts import resolve_context
@@ -76,7 +85,9 @@ def index_command(
         click.echo(json.dumps(report.to_json(), indent=2))
     else:
         render.print_index_summary(report)
-    if strict and report.failed:
-        sys.exit(1)
     if report.contexts and report.contexts.failures:
         sys.exit(1)  # some chunks have outline contexts in place of failed LLM ones
+    if report.failed:
+        # Everything else is indexed: a distinct status, as rsync's "partial transfer", so a
+        # script can tell it from success and from an error; --strict makes it an error.
+        sys.exit(1 if strict else PARTIAL)
