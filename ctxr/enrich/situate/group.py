@@ -23,6 +23,7 @@ and the estimate prices exactly that.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -143,6 +144,15 @@ def ask_for(
     return Ask(group_request(text, group, cache, context_tokens), ids, ANSWER_OVERHEAD_TOKENS)
 
 
+# Every group of a document sends the same marked prefix: built once per window, not once per
+# request (a file of 2,000 chunks is 125 groups, each would copy and re-mark the whole file).
+@functools.lru_cache(maxsize=32)
+def marked_prefix(document: str, chunks: tuple[Chunk, ...]) -> tuple[str, Mapping[str, str]]:
+    """The prompt prefix of `document` with its `chunks` marked in place, and the chunk ids."""
+    marked, ids = mark_in_place(document, chunks)
+    return SITUATE.document_part(marked), ids
+
+
 def mark_in_place(document: str, chunks: Sequence[Chunk]) -> tuple[str, dict[str, str]]:
     """`document` with every chunk between ``[[cN]]`` and ``[[/cN]]`` (N its place among
     `chunks`), and each chunk's id by chunk id. The same chunks give the same bytes, whichever
@@ -168,7 +178,7 @@ def _marked(
     cache: bool,
     context_tokens: int,
 ) -> Ask:
-    marked, by_chunk = mark_in_place(document, window_chunks)
+    prefix, by_chunk = marked_prefix(document, tuple(window_chunks))
     ids = tuple(by_chunk[c.chunk_id] for c in group)
     trails = [
         f"Chunk {chunk_id} sits under: {heading_trail(c.heading_path)}"
@@ -184,7 +194,7 @@ def _marked(
     schema = ANSWER_SCHEMA if cache else named_schema(ids)
     request = CompletionRequest(
         instruction=instruction,
-        prefix=SITUATE.document_part(marked),
+        prefix=prefix,
         cache=cache,
         json_schema=schema,
         max_output_tokens=_output_budget(len(group), context_tokens),
