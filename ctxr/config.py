@@ -89,6 +89,11 @@ class Settings(BaseSettings):
     llm_group_size: int = Field(
         16, ge=1, le=64, description="chunks situated per LLM request; 1 = one request per chunk"
     )
+    # Batch APIs (ctxr.enrich.situate.batch): half price, results within 24 hours, resumable.
+    llm_batch: bool = Field(False, description="send contexts through the provider's batch API")
+    llm_batch_poll_seconds: float = Field(
+        30.0, gt=0, le=3600, description="seconds between status checks of a batch"
+    )
     max_document_tokens: int = Field(
         100_000, ge=1000, description="longer documents are sent to the LLM in windows"
     )

@@ -32,6 +32,13 @@ PARTIAL = 3
 @click.option(
     "--strict", is_flag=True, help=f"exit 1, not {PARTIAL}, if any file could not be loaded"
 )
+@click.option(
+    "--batch",
+    is_flag=True,
+    default=None,
+    help="LLM contexts through the provider's batch API: half price, within 24 h, resumable "
+    "[CTXR_LLM_BATCH]",
+)
 @click.option("--json", "as_json", is_flag=True, help="print the report as JSON")
 @click.option("--dry-run", is_flag=True, help="only estimate the cost; write nothing")
 def index_command(
@@ -43,6 +50,7 @@ def index_command(
     chunk_tokens: int | None,
     chunking: str | None,
     strict: bool,
+    batch: bool | None,
     as_json: bool,
     dry_run: bool,
 ) -> None:
@@ -58,7 +66,11 @@ def index_command(
     from ctxr.progress import NullProgress, Progress
 
     settings = load_settings(
-        index_dir=index_dir, context=context, chunk_tokens=chunk_tokens, chunking=chunking
+        index_dir=index_dir,
+        context=context,
+        chunk_tokens=chunk_tokens,
+        chunking=chunking,
+        llm_batch=batch,
     )
     plan = resolve_context(settings)
     if plan.kind == "llm" and not dry_run:

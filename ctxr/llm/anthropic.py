@@ -9,15 +9,20 @@ retry, with one policy for every provider, and must see each failure to adapt th
 
 from __future__ import annotations
 
+import functools
 import json
-from typing import Any
+from collections.abc import Awaitable, Sequence
+from typing import Any, TypeVar
 
 import anthropic
 from anthropic.types import Message, TextBlockParam
 
 from ctxr.errors import ProviderError
-from ctxr.llm import cache_minimums, clients, error_map
+from ctxr.llm import anthropic_batch, cache_minimums, clients, error_map
 from ctxr.llm.base import Completion, CompletionRequest, Usage
+from ctxr.llm.batch import BatchItem, BatchLimits, BatchOutcome, BatchStatus
+
+_T = TypeVar("_T")
 
 KEY_ENV = "ANTHROPIC_API_KEY"
 ANSWER_TOOL = "answer"  # the one tool a schema-bound request must call
@@ -81,7 +86,11 @@ class AnthropicLLM:
                 # The breakpoint goes on the prefix block, never on the last block: the SDK's
                 # top-level `cache_control` would mark the instruction and cache every request
                 # separately.
-                prefix["cache_control"] = {"type": "ephemeral"}
+                prefix["cache_control"] = (
+                    {"type": "ephemeral", "ttl": "1h"}
+                    if request.cache_ttl == "1h"
+                    else {"type": "ephemeral"}
+                )
             blocks.append(prefix)
         blocks.append({"type": "text", "text": request.instruction})
         body: dict[str, Any] = {
@@ -164,11 +173,16 @@ class AnthropicLLM:
                 text = "".join(
                     block.text for block in content if getattr(block, "type", None) == "text"
                 )
+            written = int(usage.cache_creation_input_tokens or 0)
+            # The split by TTL, where the API gives it: 1-hour writes cost more.
+            by_ttl = getattr(usage, "cache_creation", None)
+            hour = int(getattr(by_ttl, "ephemeral_1h_input_tokens", None) or 0)
             billed = Usage(
                 input_tokens=int(usage.input_tokens or 0),
-                cache_write_tokens=int(usage.cache_creation_input_tokens or 0),
+                cache_write_tokens=max(0, written - hour),
                 cache_read_tokens=int(usage.cache_read_input_tokens or 0),
                 output_tokens=int(usage.output_tokens or 0),
+                cache_write_1h_tokens=min(hour, written) if written else hour,
             )
         except (AttributeError, TypeError, ValueError) as exc:
             why = f"unexpected response shape ({type(exc).__name__})"
@@ -190,6 +204,44 @@ class AnthropicLLM:
             headers=exc.response.headers,
             detail=error_map.short(error_map.redact(str(detail), self._client.api_key)),
         )
+
+    # -- the Batch API (ctxr.llm.batch.BatchLLM) -----------------------------------------------
+
+    @property
+    def batch_limits(self) -> BatchLimits:
+        return anthropic_batch.LIMITS
+
+    def batch_item_bytes(self, item: BatchItem) -> int:
+        return anthropic_batch.item_bytes(item, self.request_body)
+
+    async def submit_batch(self, items: Sequence[BatchItem]) -> str:
+        return await self._batch_call(
+            anthropic_batch.submit(self._batch_client(), items, self.request_body)
+        )
+
+    async def batch_status(self, batch_id: str) -> BatchStatus:
+        return await self._batch_call(anthropic_batch.status(self._batch_client(), batch_id))
+
+    async def batch_results(self, batch_id: str) -> dict[str, BatchOutcome]:
+        convert = functools.partial(self._completion, headers={})
+        return await self._batch_call(
+            anthropic_batch.results(self._batch_client(), batch_id, convert)
+        )
+
+    def _batch_client(self) -> Any:
+        if self._async is None:
+            raise TypeError("batches need an async AnthropicLLM; make it without sync=True")
+        return self._async
+
+    async def _batch_call(self, call: Awaitable[_T]) -> _T:
+        try:
+            return await call
+        except ProviderError:
+            raise
+        except Exception as exc:
+            if (error := self._error(exc)) is None:
+                raise
+            raise error from None
 
     async def aclose(self) -> None:
         if self._async is not None:

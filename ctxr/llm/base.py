@@ -17,7 +17,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
+
+# How long Anthropic keeps a cache entry: "5m" (writes 1.25x input) or "1h" (writes 2x input),
+# chosen where a document's requests span more than five minutes (batches, long queues).
+CacheTTL = Literal["5m", "1h"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,9 +30,10 @@ class Usage:
     OpenAI provider subtracts its `cached_tokens` from `prompt_tokens` to match)."""
 
     input_tokens: int = 0
-    cache_write_tokens: int = 0
+    cache_write_tokens: int = 0  # 5-minute cache writes (all of OpenAI's, which bills none)
     cache_read_tokens: int = 0
     output_tokens: int = 0
+    cache_write_1h_tokens: int = 0  # Anthropic's 1-hour cache writes, priced apart
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -36,6 +41,17 @@ class Usage:
             self.cache_write_tokens + other.cache_write_tokens,
             self.cache_read_tokens + other.cache_read_tokens,
             self.output_tokens + other.output_tokens,
+            self.cache_write_1h_tokens + other.cache_write_1h_tokens,
+        )
+
+    @property
+    def prompt_tokens(self) -> int:
+        """Every prompt token, cached or not."""
+        return (
+            self.input_tokens
+            + self.cache_write_tokens
+            + self.cache_write_1h_tokens
+            + self.cache_read_tokens
         )
 
 
@@ -50,6 +66,7 @@ class CompletionRequest:
     # response_format); the completion's text is then the JSON document.
     json_schema: Mapping[str, Any] | None = None
     max_output_tokens: int | None = None  # None: the provider's own setting
+    cache_ttl: CacheTTL = "5m"  # Anthropic only; OpenAI's automatic cache has no such choice
 
 
 @dataclass(frozen=True, slots=True)

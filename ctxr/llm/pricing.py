@@ -28,7 +28,7 @@ from ctxr.llm.base import Usage
 
 PER_MILLION = 1_000_000
 PRICES_ENV = "CTXR_PRICES_FILE"
-_FIELDS = ("input", "cache_write", "cache_read", "output", "batch_discount")
+_FIELDS = ("input", "cache_write", "cache_write_1h", "cache_read", "output", "batch_discount")
 _EXAMPLE = (
     '{"models": {"MODEL": {"provider": "openai", "input": 0.15, "cache_read": 0.075, '
     '"output": 0.6, "batch_discount": 0.5}}}'
@@ -46,7 +46,8 @@ def canonical_model(model: str) -> str:
 @dataclass(frozen=True, slots=True)
 class ModelPrice:
     """Dollars per million tokens of each kind; `batch_discount` is the share the Batch API
-    takes off every line item (0.5 = half price; 0 = no batch API)."""
+    takes off every line item (0.5 = half price; 0 = no batch API). `cache_write_1h` is
+    Anthropic's 1-hour cache write (2x input); None where the provider has no such TTL."""
 
     provider: str
     input: float
@@ -54,11 +55,14 @@ class ModelPrice:
     cache_read: float
     output: float
     batch_discount: float = 0.0
+    cache_write_1h: float | None = None
 
     def cost(self, usage: Usage, batch: bool = False) -> float:
+        hour = self.cache_write if self.cache_write_1h is None else self.cache_write_1h
         dollars = (
             usage.input_tokens * self.input
             + usage.cache_write_tokens * self.cache_write
+            + usage.cache_write_1h_tokens * hour
             + usage.cache_read_tokens * self.cache_read
             + usage.output_tokens * self.output
         ) / PER_MILLION

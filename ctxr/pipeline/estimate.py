@@ -148,8 +148,9 @@ def _notes(models: list[str], prices: PriceTable, exact: bool) -> list[str]:
             "128n tokens shared with the prefix's first request)"
         )
     notes.append(
-        "batch totals apply the Batch API discount to the same tokens; in a batch, cache hits "
-        "are best effort and the one-write-per-prefix order is not enforced"
+        "batch totals apply the Batch API discount to the same tokens; a --batch run sends each "
+        "cached document's first request in one batch and the rest in the next, with 1-hour "
+        "cache writes (Anthropic), but cache hits inside a batch are best effort"
     )
     return notes
 
@@ -218,8 +219,13 @@ def _estimate_model(
         usages = anthropic_usages(work, encoding, model if exact else None)
         if exact:
             result.tokens_exact, result.token_note = True, "exact (Anthropic count_tokens)"
+    result.batch_run = settings.llm_batch
+    hour = settings.llm_batch and provider == "anthropic"  # a batch run's cache TTL (queue.py)
     for (prefix, bodies), usage, output in zip(work, usages, outputs, strict=True):
         usage = usage + Usage(output_tokens=output)
+        if hour:
+            written = usage.cache_write_tokens
+            usage = dataclasses.replace(usage, cache_write_tokens=0, cache_write_1h_tokens=written)
         account = accounts[prefix.document.doc_id]
         account.chunks += len(bodies)
         account.requests += len(bodies)
@@ -231,7 +237,7 @@ def _estimate_model(
         result.cached_prefixes += int(prefix.cache)
         result.usage = result.usage + usage
     for account in accounts.values():
-        account.dollars = price.cost(account.usage)
+        account.dollars = price.cost(account.usage, settings.llm_batch)
     result.documents = list(accounts.values())
     return result
 

@@ -16,10 +16,11 @@ from ctxr.enrich.load.walk import Skipped
 from ctxr.llm.base import Usage
 from ctxr.llm.pricing import PER_MILLION, ModelPrice
 
-TOKEN_KINDS = ("input", "cache_write", "cache_read", "output")
+TOKEN_KINDS = ("input", "cache_write", "cache_write_1h", "cache_read", "output")
 _LABELS = {
     "input": "uncached input",
     "cache_write": "cache write",
+    "cache_write_1h": "cache write (1 h)",
     "cache_read": "cache read",
     "output": "output",
 }
@@ -69,6 +70,7 @@ class ModelEstimate:
     embedding_tokens: int = 0
     embedding_dollars: float | None = 0.0
     documents: list[DocumentCost] = field(default_factory=list)
+    batch_run: bool = False  # --batch: priced with the Batch API discount, 1-hour cache writes
 
     @property
     def documents_to_send(self) -> int:
@@ -78,19 +80,20 @@ class ModelEstimate:
     def document_tokens(self) -> int:
         return sum(d.document_tokens for d in self.documents if d.requests)
 
-    def dollars(self, batch: bool = False) -> float:
-        return self.price.cost(self.usage, batch)
+    def dollars(self, batch: bool | None = None) -> float:
+        """The run's price: batch-priced for a --batch run unless `batch` says otherwise."""
+        return self.price.cost(self.usage, self.batch_run if batch is None else batch)
 
     def line_items(self) -> dict[str, float]:
         counts = _tokens(self.usage)
-        rates = {k: getattr(self.price, k) for k in TOKEN_KINDS}
-        return {k: counts[k] * rates[k] / PER_MILLION for k in TOKEN_KINDS}
+        share = 1.0 - self.price.batch_discount if self.batch_run else 1.0
+        return {k: counts[k] * _rate(self.price, k) * share / PER_MILLION for k in TOKEN_KINDS}
 
     def without_caching(self) -> float:
         """Every prompt token billed as plain input: the same requests with no prompt cache."""
         u = self.usage
-        prompt = u.input_tokens + u.cache_write_tokens + u.cache_read_tokens
-        return self.price.cost(Usage(input_tokens=prompt, output_tokens=u.output_tokens))
+        plain = Usage(input_tokens=u.prompt_tokens, output_tokens=u.output_tokens)
+        return self.price.cost(plain, self.batch_run)
 
     def batch(self) -> float | None:
         """With the provider's Batch API discount on every line item; None where there is none."""
@@ -139,7 +142,8 @@ class ModelEstimate:
                 if per_million is None
                 else round(per_million, 4),
             },
-            "prices_per_million": {k: getattr(self.price, k) for k in TOKEN_KINDS},
+            "mode": "batch" if self.batch_run else "standard",
+            "prices_per_million": {k: _rate(self.price, k) for k in TOKEN_KINDS},
             "batch_discount": self.price.batch_discount,
             "largest_documents": [d.to_json() for d in self.largest(top)],
         }
@@ -175,10 +179,16 @@ class Estimate:
         }
 
 
+def _rate(price: ModelPrice, kind: str) -> float:
+    rate = getattr(price, kind)
+    return price.cache_write if rate is None else float(rate)  # no 1-hour TTL: 5-minute rate
+
+
 def _tokens(usage: Usage) -> dict[str, int]:
     return {
         "input": usage.input_tokens,
         "cache_write": usage.cache_write_tokens,
+        "cache_write_1h": usage.cache_write_1h_tokens,
         "cache_read": usage.cache_read_tokens,
         "output": usage.output_tokens,
     }
@@ -225,7 +235,10 @@ def render(estimate: Estimate, console: Console, top: int = 5) -> None:
             "embedding",
             [f"{m.embedding_tokens:,} tok  {_money(m.embedding_dollars)}" for m in models],
         ),
-        ("total with caching", [_money(m.dollars()) for m in models]),
+        (
+            "total with caching" + (" (batch)" if any(m.batch_run for m in models) else ""),
+            [_money(m.dollars()) for m in models],
+        ),
         ("total without caching", [_money(m.without_caching()) for m in models]),
         ("total with batch API", [_money(m.batch()) for m in models]),
         ("document tokens", [f"{m.document_tokens:,}" for m in models]),

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
 
+from fakes.llm_batches import BATCH_PATHS
 from fakes.llm_cache import AnthropicPlan, OpenAIPlan
 from fakes.llm_embeddings import embed
 from fakes.llm_faults import Admission, Tokens, format_duration, format_retry_after, latency_for
@@ -111,21 +112,37 @@ def _rate_limited_headers(provider: Provider, retry_after_s: float) -> dict[str,
     return headers
 
 
+def _refused_key(h: BaseHTTPRequestHandler, fake: FakeLLMServer) -> str | None:
+    """The 401 message for a request without the server's key; None when it may pass."""
+    sent = h.headers.get("x-api-key") or h.headers.get("authorization", "").removeprefix("Bearer ")
+    if fake.api_key is None or sent == fake.api_key:
+        return None
+    shown = f"{sent[:3]}*****{sent[-4:]}" if len(sent) > 8 else "*****"
+    return f"Incorrect API key provided: {shown}."
+
+
 def handle_post(h: BaseHTTPRequestHandler, fake: FakeLLMServer) -> None:
     length = int(h.headers.get("content-length") or 0)
     raw = h.rfile.read(length) if length else b""
     path = h.path.split("?", 1)[0].rstrip("/")
-    route = ROUTES.get(path) if h.command == "POST" else None
     guess: Provider = "anthropic" if path.startswith("/v1/messages") else "openai"
+    if path.startswith(BATCH_PATHS):  # batch management: not recorded as requests
+        refused = _refused_key(h, fake)
+        if refused is not None:
+            status, payload = error_body("401", guess, refused)
+        else:
+            ctype = h.headers.get("content-type", "")
+            status, payload = fake.batches.handle(h.command, path, raw, ctype)
+        _send(h, guess, status, payload)
+        return
+    route = ROUTES.get(path) if h.command == "POST" else None
     endpoint, provider = route or (path, guess)
     record, body = fake._arrive(endpoint, provider, raw)
     if route is None:
         _error(h, fake, record, "404", f"{h.command} {path}: no such endpoint in the fake")
         return
-    sent = h.headers.get("x-api-key") or h.headers.get("authorization", "").removeprefix("Bearer ")
-    if fake.api_key is not None and sent != fake.api_key:
-        shown = f"{sent[:3]}*****{sent[-4:]}" if len(sent) > 8 else "*****"
-        _error(h, fake, record, "401", f"Incorrect API key provided: {shown}.")
+    if (refused := _refused_key(h, fake)) is not None:
+        _error(h, fake, record, "401", refused)
         return
     admission, fault = fake._admit(record)
     if admission is not None and not admission.allowed:

@@ -32,6 +32,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
+from fakes.llm_batches import FakeBatches
 from fakes.llm_cache import AnthropicPromptCache, OpenAIPrefixCache
 from fakes.llm_faults import (
     RANDOM_FAULTS,
@@ -69,6 +70,8 @@ class RecordedRequest:
     cache_read: str | None = None  # prefix hash read
     text: str | None = None
     finish: float | None = None
+    batch_id: str | None = None  # run as part of a batch (`fakes.llm_batches`)
+    custom_id: str | None = None
 
 
 class FakeLLMServer:
@@ -108,6 +111,8 @@ class FakeLLMServer:
         embedding_scale: float = 1.0,
         api_key: str | None = None,
         refuse_schemas: bool = False,
+        batch_delay_s: float = 0.0,
+        batch_max_requests: int = 100_000,
     ) -> None:
         self.latency, self.keep_bodies, self.api_key = latency, keep_bodies, api_key
         # An OpenAI-compatible server without structured outputs: 400 for `response_format`.
@@ -129,6 +134,7 @@ class FakeLLMServer:
         self.in_flight = self.peak_in_flight = 0
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        self.batches = FakeBatches(self, batch_delay_s, batch_max_requests, seed)
 
     # lifecycle ---------------------------------------------------------------------------
     def start(self) -> FakeLLMServer:
@@ -214,6 +220,12 @@ class FakeLLMServer:
         """The next ``times`` generation or embedding requests get ``fault`` (FIFO)."""
         with self._lock:
             self.faults.inject(fault, times, retry_after_s=retry_after_s, delay_s=delay_s)
+
+    def inject_batch(self, kind: str, times: int = 1) -> None:
+        """The next ``times`` batch requests run end as ``kind`` (errored, invalid, expired,
+        canceled); FIFO."""
+        with self._lock:
+            self.batches.inject(kind, times)
 
     @property
     def requests(self) -> list[RecordedRequest]:

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ctxr.config import Settings
+from ctxr.enrich.situate.batch import BatchOptions
+from ctxr.enrich.situate.batch_journal import JOURNAL_DIR
 from ctxr.enrich.situate.group import GROUP_PROMPT_VERSION
 from ctxr.enrich.situate.ledger import Ledger, LedgerSummary, ledger_path
 from ctxr.enrich.situate.outline import OUTLINE_VERSION, situate
@@ -97,7 +99,7 @@ def situate_all(
     cost: Callable[..., float] | None = None
     try:
         prices.get(plan.model)
-        cost = functools.partial(prices.cost, plan.model)
+        cost = functools.partial(prices.cost, plan.model, batch=settings.llm_batch)
     except ConfigError as exc:
         progress.note(f"dollars are not counted: {exc}")
     ledger = Ledger(ledger_path(index_dir), cost=cost)
@@ -107,6 +109,11 @@ def situate_all(
         output_tokens_per_minute=settings.llm_output_tokens_per_minute,
         cache_reads_count=plan.provider == "openai",  # Anthropic does not count cache reads
     )
+
+    batch = None
+    if settings.llm_batch:
+        poll = settings.llm_batch_poll_seconds
+        batch = BatchOptions(journal_dir=index_dir / JOURNAL_DIR, poll_seconds=poll)
 
     async def run(cache: ResponseCache) -> dict[str, SituateResult]:
         try:
@@ -124,6 +131,7 @@ def situate_all(
                 render_document=document_part,
                 group_size=plan.group_size,
                 context_tokens=settings.llm_max_output_tokens,
+                batch=batch,
             )
         finally:
             await llm.aclose()

@@ -9,6 +9,7 @@ JSON in a `finally`, so a run that is interrupted still leaves its account behin
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import time
@@ -32,6 +33,7 @@ def _usage_json(usage: Usage) -> dict[str, int]:
     return {
         "input_tokens": usage.input_tokens,
         "cache_write_tokens": usage.cache_write_tokens,
+        "cache_write_1h_tokens": usage.cache_write_1h_tokens,
         "cache_read_tokens": usage.cache_read_tokens,
         "output_tokens": usage.output_tokens,
     }
@@ -39,8 +41,22 @@ def _usage_json(usage: Usage) -> dict[str, int]:
 
 def cache_read_share(usage: Usage) -> float:
     """Share of prompt tokens read from the provider cache."""
-    prompt = usage.input_tokens + usage.cache_write_tokens + usage.cache_read_tokens
+    prompt = usage.prompt_tokens
     return usage.cache_read_tokens / prompt if prompt else 0.0
+
+
+@dataclass
+class BatchTally:
+    """A batch run's account (`ctxr index --batch`): batches and how their requests ended."""
+
+    submitted: int = 0  # batches submitted by this run
+    resumed: int = 0  # batches an earlier, interrupted run submitted, collected by this one
+    ended: int = 0
+    succeeded: int = 0
+    errored: int = 0  # retried in a later batch where the error allows it
+    expired: int = 0  # retried in a later batch
+    canceled: int = 0  # reported, not retried: someone canceled the batch
+    reused: int = 0  # answers an earlier run collected and journaled, used again at no cost
 
 
 @dataclass
@@ -91,10 +107,12 @@ class LedgerSummary:
     response_cache_hits: int
     input_tokens: int
     cache_write_tokens: int
+    cache_write_1h_tokens: int
     cache_read_tokens: int
     output_tokens: int
     cache_read_share: float
     dollars: float | None
+    batch: BatchTally | None = None  # None: requests were sent one by one
 
     def to_json(self) -> dict[str, object]:
         return asdict(self)
@@ -123,6 +141,7 @@ class Ledger:
         self.usage = Usage()
         self.documents: dict[str, DocumentAccount] = {}
         self.interrupted = False
+        self.batch: BatchTally | None = None
 
     # -- recording -------------------------------------------------------------------------
 
@@ -162,7 +181,7 @@ class Ledger:
         self.usage = self.usage + usage
         account = self.document(doc_id)
         account.usage = account.usage + usage
-        if usage.cache_write_tokens > 0:
+        if usage.cache_write_tokens > 0 or usage.cache_write_1h_tokens > 0:
             account.cache_writes += 1
 
     def record_retry(self, chunk_id: str, error: str) -> None:
@@ -197,6 +216,12 @@ class Ledger:
             f"{self.requests} requests, cache reads {cache_read_share(self.usage):.0%} "
             "of prompt tokens"
         )
+        if (b := self.batch) is not None:
+            running = b.submitted + b.resumed - b.ended
+            line += (
+                f"; batches: {b.submitted + b.resumed} submitted, {running} in progress, "
+                f"{b.ended} ended"
+            )
         dollars = self.dollars
         return line if dollars is None else f"{line}, ${dollars:.4f}"
 
@@ -220,10 +245,12 @@ class Ledger:
             response_cache_hits=self.response_cache_hits,
             input_tokens=self.usage.input_tokens,
             cache_write_tokens=self.usage.cache_write_tokens,
+            cache_write_1h_tokens=self.usage.cache_write_1h_tokens,
             cache_read_tokens=self.usage.cache_read_tokens,
             output_tokens=self.usage.output_tokens,
             cache_read_share=round(cache_read_share(self.usage), 4),
             dollars=self.dollars,
+            batch=None if self.batch is None else dataclasses.replace(self.batch),
         )
 
     def to_json(self) -> dict[str, object]:

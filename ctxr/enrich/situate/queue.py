@@ -29,6 +29,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
+from ctxr.enrich.situate.batch import BatchOptions, BatchSender
 from ctxr.enrich.situate.group import (
     GROUP_PROMPT_VERSION,
     ask_for,
@@ -41,12 +42,12 @@ from ctxr.enrich.situate.outline import outline_context
 from ctxr.enrich.situate.prompt import SituateRequest
 from ctxr.enrich.situate.response_cache import ResponseCache, cache_key
 from ctxr.enrich.situate.results import Backoff, SituateResult, describe
-from ctxr.enrich.situate.sender import PROMPT_OVERHEAD_TOKENS, Sender
+from ctxr.enrich.situate.sender import PROMPT_OVERHEAD_TOKENS, Sender, make_sender
 from ctxr.enrich.situate.validate import DEFAULT_MAX_TOKENS, Verdict, check_context
 from ctxr.enrich.situate.window import Prefix, plan_prefixes
 from ctxr.errors import ProviderError
-from ctxr.llm.base import LLM
-from ctxr.llm.ratelimit import Priority, PrioritySlots, RateLimiter, RateLimits
+from ctxr.llm.base import LLM, CacheTTL, CompletionRequest
+from ctxr.llm.ratelimit import Priority, RateLimiter, RateLimits
 from ctxr.progress import NullProgress, Progress
 from ctxr.types import Chunk, Document
 
@@ -58,7 +59,7 @@ NOTE_EVERY_SECONDS = 5.0
 class _Run:
     llm: LLM
     cache: ResponseCache | None
-    sender: Sender
+    sender: Sender | BatchSender
     ledger: Ledger
     progress: Progress
     prompt_version: str
@@ -67,6 +68,7 @@ class _Run:
     group_size: int = 1
     context_tokens: int = 200  # output budget per context in a grouped request
     plain_json: bool = False  # the server refused a JSON schema: ask for JSON in words only
+    cache_ttl: CacheTTL = "5m"  # of each cached prefix's entry (Anthropic)
     results: dict[str, SituateResult] = field(default_factory=dict)
     left: dict[str, int] = field(default_factory=dict)  # chunks still to do per document
     last_note: float = field(default_factory=time.monotonic)
@@ -147,7 +149,7 @@ class _Run:
             prefix.cache,
             self.context_tokens,
         )
-        request = ask.request
+        request = self._ttl(ask.request)
         if self.plain_json:
             request = dataclasses.replace(request, json_schema=None)
         tokens_in = sum(self.count_tokens(c.text) for c in group) + PROMPT_OVERHEAD_TOKENS
@@ -180,6 +182,11 @@ class _Run:
         results.update((r.chunk_id, r) for r in alone)
         return [results[c.chunk_id] for c in group]
 
+    def _ttl(self, request: CompletionRequest) -> CompletionRequest:
+        if request.cache and request.cache_ttl != self.cache_ttl:
+            return dataclasses.replace(request, cache_ttl=self.cache_ttl)
+        return request
+
     def _failed(self, document: Document, chunk: Chunk, exc: BaseException) -> SituateResult:
         error = describe(exc)
         self.ledger.record_failure(chunk.chunk_id, error)
@@ -198,7 +205,7 @@ class _Run:
     async def situate(self, prefix: Prefix, chunk: Chunk, priority: Priority) -> SituateResult:
         document = prefix.document
         situate = SituateRequest(prefix.window.text, chunk.text, chunk.heading_path, prefix.cache)
-        request = situate.completion()
+        request = self._ttl(situate.completion())
         tokens_in = self.count_tokens(chunk.text) + PROMPT_OVERHEAD_TOKENS
         verdict = None
         for round_ in range(2):  # a response that is not a context is retried once
@@ -255,6 +262,8 @@ async def situate_documents(
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     group_size: int = 1,
     context_tokens: int = 200,
+    batch: BatchOptions | None = None,
+    cache_ttl: CacheTTL | None = None,
 ) -> dict[str, SituateResult]:
     """Situate every chunk of `documents`; returns a result per chunk id, none missing.
 
@@ -262,30 +271,38 @@ async def situate_documents(
     size can be measured against `llm.min_cacheable_tokens`. `group_size` chunks share one
     request (`ctxr.enrich.situate.group`); 1 asks for each chunk alone, Anthropic's method.
     The caller owns `llm`, `cache` and `ledger` (this writes the ledger to its path, if it has
-    one, however the run ends).
+    one, however the run ends). `batch` sends through the provider's Batch API
+    (`ctxr.enrich.situate.batch`); `cache_ttl` defaults to "1h" there (a batch may take longer
+    than five minutes to reach a document's follow-ups) and "5m" otherwise.
     """
-    sender = Sender(
-        llm=llm,
-        limiter=limits if isinstance(limits, RateLimiter) else RateLimiter(limits),
-        slots=PrioritySlots(concurrency),
-        ledger=ledger,
+    progress = progress or NullProgress()
+    sender = make_sender(
+        llm,
+        ledger,
+        batch=batch,
+        limits=limits,
+        concurrency=concurrency,
         max_attempts=max_attempts,
         backoff=backoff or Backoff(),
         max_context_tokens=max_context_tokens,
         sleep=sleep,
+        note=progress.note,
     )
     run = _Run(
         llm=llm,
         cache=cache,
         sender=sender,
         ledger=ledger,
-        progress=progress or NullProgress(),
+        progress=progress,
         prompt_version=prompt_version,
         count_tokens=count_tokens,
         max_context_tokens=max_context_tokens,
         group_size=group_size,
         context_tokens=context_tokens,
+        cache_ttl=cache_ttl or ("1h" if batch is not None else "5m"),
     )
+    if isinstance(sender, BatchSender):
+        sender.on_change = run.note
     ledger.begin(llm.provider, llm.model, prompt_version)
     interrupted = True
     try:
@@ -309,6 +326,8 @@ async def situate_documents(
                 group.create_task(run.run_prefix(prefix))
         interrupted = False
     finally:
+        if isinstance(sender, BatchSender):
+            await sender.aclose(finished=not interrupted)
         ledger.finish(interrupted=interrupted)
         ledger.write()
         run.note()

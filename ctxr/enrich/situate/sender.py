@@ -15,12 +15,13 @@ from dataclasses import dataclass, field
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 from tenacity.wait import wait_random_exponential
 
+from ctxr.enrich.situate.batch import BatchOptions, BatchSender, batch_llm
 from ctxr.enrich.situate.ledger import Ledger
 from ctxr.enrich.situate.results import Backoff, describe, retryable
 from ctxr.enrich.situate.window import Prefix
 from ctxr.errors import ProviderError
 from ctxr.llm.base import LLM, Completion, CompletionRequest
-from ctxr.llm.ratelimit import Priority, PrioritySlots, RateLimiter
+from ctxr.llm.ratelimit import Priority, PrioritySlots, RateLimiter, RateLimits
 from ctxr.types import Chunk
 
 # The instruction and chunk framing around the document, for rate-limit estimates only.
@@ -97,3 +98,31 @@ class Sender:
             return completion
         finally:
             self.slots.release()
+
+
+def make_sender(
+    llm: LLM,
+    ledger: Ledger,
+    *,
+    batch: BatchOptions | None,
+    limits: RateLimits | RateLimiter | None,
+    concurrency: int,
+    max_attempts: int,
+    backoff: Backoff,
+    max_context_tokens: int,
+    sleep: Callable[[float], Awaitable[None]],
+    note: Callable[[str], None],
+) -> Sender | BatchSender:
+    """The transport of a run: one request at a time, or the provider's Batch API."""
+    if batch is not None:
+        return BatchSender(batch_llm(llm), ledger, batch, note=note)
+    return Sender(
+        llm=llm,
+        limiter=limits if isinstance(limits, RateLimiter) else RateLimiter(limits),
+        slots=PrioritySlots(concurrency),
+        ledger=ledger,
+        max_attempts=max_attempts,
+        backoff=backoff,
+        max_context_tokens=max_context_tokens,
+        sleep=sleep,
+    )
