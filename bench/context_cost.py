@@ -8,8 +8,8 @@ Anthropic (or OpenAI) SDK, against the loopback fake server of the test suite (p
 with each model's minimum cacheable size, usage as the provider reports it). Dense vectors come
 from the tests' hash embedder: embedding costs no LLM money and is not what is measured here.
 
-One run per group size (``--groups 1,4,8,16``; 1 is Anthropic's published one-request-per-chunk
-method), each into a fresh index with an empty response cache, against a fresh server (an empty
+One run per mode (``--groups 1,4,8,16,16b``: the group size, 1 being Anthropic's published
+one-request-per-chunk method, and a ``b`` for a batch run, ``--batch``), each into a fresh index with an empty response cache, against a fresh server (an empty
 prompt cache), in turn. Printed per run, from
 ctxr's own ledger priced with ``ctxr/llm/pricing.json``: chunks, requests, retries (chunks asked
 again alone), each token kind, dollars, dollars per million document tokens (cl100k), the
@@ -64,14 +64,18 @@ def write_corpus(data: Path, out: Path, limit: int | None) -> int:
     return total
 
 
-def run(corpus: Path, root: Path, model: str, provider: str, group: int) -> dict[str, object]:
+def run(
+    corpus: Path, root: Path, model: str, provider: str, group: int, batch: bool
+) -> dict[str, object]:
     settings = load_settings(
-        index_dir=root / f"idx-g{group}",
+        index_dir=root / f"idx-g{group}{'b' if batch else ''}",
         context="llm",
         llm_provider=provider,
         llm_model=model,
         llm_group_size=group,
         llm_concurrency=16,
+        llm_batch=batch,
+        llm_batch_poll_seconds=0.05,  # the fake ends a batch at its first status check
     )
     estimate = estimate_paths([corpus], settings, models=[model], embedder_name="fake:hash-64")
     started = time.perf_counter()
@@ -80,13 +84,13 @@ def run(corpus: Path, root: Path, model: str, provider: str, group: int) -> dict
     summary = report.contexts
     assert summary is not None
     return {
-        "group": group,
+        "group": f"{group}{' batch' if batch else ''}",
         "chunks": report.chunks_written,
         "requests": summary.requests,
         "retries": summary.retries,
         "failures": summary.failures,
         "input": summary.input_tokens,
-        "cache_write": summary.cache_write_tokens,
+        "cache_write": summary.cache_write_tokens + summary.cache_write_1h_tokens,
         "cache_read": summary.cache_read_tokens,
         "output": summary.output_tokens,
         "dollars": summary.dollars,
@@ -117,14 +121,15 @@ def main(argv: Sequence[str] | None = None) -> None:
         )
         print(header)
         print("|".join("---" for _ in header.split("|")))
-        for group in (int(g) for g in args.groups.split(",")):
+        for mode in args.groups.split(","):
+            group, batch = int(mode.rstrip("b")), mode.endswith("b")
             with FakeLLMServer() as server:  # an empty prompt cache for every run
                 for name, value in server.env().items():
                     os.environ[name] = value
-                row = run(root / "corpus", root, args.model, args.provider, group)
+                row = run(root / "corpus", root, args.model, args.provider, group, batch)
             dollars = float(row["dollars"] or 0.0)  # type: ignore[arg-type]
             print(
-                f"{group} | {row['chunks']:,} | {row['requests']:,} | {row['retries']} | "
+                f"{row['group']} | {row['chunks']:,} | {row['requests']:,} | {row['retries']} | "
                 f"{row['input']:,} | {row['cache_write']:,} | {row['cache_read']:,} | "
                 f"{row['output']:,} | {dollars:.4f} | {dollars / doc_tokens * 1e6:.2f} | "
                 f"{row['estimate_dollars']:.4f} | {row['cache_read_share']:.3f} | "

@@ -97,6 +97,9 @@ class Settings(BaseSettings):
     max_document_tokens: int = Field(
         100_000, ge=1000, description="longer documents are sent to the LLM in windows"
     )
+    claude_tokenizer: Literal["auto", "ctok", "cl100k"] = Field(
+        "auto", description="how estimates count Claude tokens; auto: ctok when installed"
+    )
     prices_file: Path | None = Field(None, description="JSON that adds or overrides model prices")
     embed_batch_size: int = Field(32, ge=1, le=1024)
     embed_threads: int | None = Field(None, ge=1, description="onnxruntime threads")

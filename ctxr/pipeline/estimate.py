@@ -43,7 +43,12 @@ from ctxr.llm.registry import DEFAULT_MODELS, choose_provider, make_llm
 from ctxr.pipeline.chunking import Chunker, default_chunker
 from ctxr.pipeline.collect import LoadTally, load_paths
 from ctxr.pipeline.estimate_report import DocumentCost, Estimate, ModelEstimate
-from ctxr.pipeline.estimate_tokens import anthropic_usages, openai_encoding, openai_usage
+from ctxr.pipeline.estimate_tokens import (
+    anthropic_usages,
+    claude_counter,
+    openai_encoding,
+    openai_usage,
+)
 from ctxr.pipeline.recipe import document_recipe
 from ctxr.tokens import count_tokens
 from ctxr.types import Chunk, ContextualChunk, Document
@@ -111,7 +116,7 @@ def estimate_documents(
     split = chunker or default_chunker(settings)
     chunks = functools.cache(lambda doc_id: split(by_id[doc_id]))
     by_id = {d.doc_id: d for d in documents}
-    result.notes.extend(_notes(chosen, prices, exact))
+    result.notes.extend(_notes(chosen, prices, exact, settings.claude_tokenizer))
     try:
         for model in chosen:
             price = prices.get(model)
@@ -129,12 +134,18 @@ def estimate_documents(
     return result
 
 
-def _notes(models: list[str], prices: PriceTable, exact: bool) -> list[str]:
+def _notes(models: list[str], prices: PriceTable, exact: bool, tokenizer: str) -> list[str]:
     providers = {prices.get(m).provider for m in models}
     notes = []
     if not models:
         notes.append("no LLM writes contexts in this run (outline or none): no LLM cost")
-    if "anthropic" in providers and not exact:
+    if "anthropic" in providers and not exact and claude_counter(tokenizer) is not None:
+        notes.append(
+            "Claude tokens are ctok's offline reconstruction of Claude's tokenizer (0.3% below "
+            "Anthropic's billed count on anthropic-codebase's 737 prompts); --exact asks "
+            "Anthropic's free count_tokens endpoint"
+        )
+    elif "anthropic" in providers and not exact:
         notes.append(
             "Claude tokens are tiktoken cl100k_base counts; Claude's tokenizer differs (on "
             f"anthropic-codebase Anthropic's reported run billed {CLAUDE_UNDERCOUNT:.0%} more "
@@ -170,11 +181,17 @@ def _estimate_model(
 ) -> ModelEstimate:
     provider = price.provider
     group_size = settings.llm_group_size
+    claude = None
+    if provider == "anthropic" and not exact:
+        claude = claude_counter(settings.claude_tokenizer)
     # The request bodies come from the provider class itself; no request is ever sent.
     llm = make_llm(provider, model, api_key=PLACEHOLDER_KEY)
     if provider == "openai":
         encoding, known = openai_encoding(model)
         note = "exact (tiktoken)" if known else "estimate (model unknown to tiktoken)"
+    elif claude is not None:
+        encoding, known = "ctok", False
+        note = "ctok's offline Claude counts (0.3% low on anthropic-codebase)"
     else:
         encoding, known = "cl100k_base", False
         note = f"estimate: cl100k_base, may be ~{CLAUDE_UNDERCOUNT:.0%} low"
@@ -216,7 +233,7 @@ def _estimate_model(
     if provider == "openai":
         usages = [openai_usage(p, bodies, encoding) for p, bodies in work]
     else:
-        usages = anthropic_usages(work, encoding, model if exact else None)
+        usages = anthropic_usages(work, encoding, model if exact else None, claude)
         if exact:
             result.tokens_exact, result.token_note = True, "exact (Anthropic count_tokens)"
     result.batch_run = settings.llm_batch

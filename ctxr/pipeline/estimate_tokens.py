@@ -13,7 +13,9 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -91,18 +93,50 @@ def _split_at_marker(body: dict[str, Any]) -> tuple[list[str], list[str]]:
     return [t for t, _ in parts[: last + 1]], [t for t, _ in parts[last + 1 :]]
 
 
+def claude_counter(choice: str = "auto") -> tuple[Callable[[str], int], int] | None:
+    """Claude token counts offline from `ctok` (MIT; Python 3.12+, `pip install
+    'ctxr[claude-tokens]'`), as (content tokens of a text, message framing per request); None
+    where `choice` is "cl100k", or "auto" and ctok is not installed. Measured on
+    anthropic-codebase's 737 prompts: 3,654,662 against the 3,666,878 Anthropic billed (0.3%
+    low), where cl100k_base counts 2,795,746 (24% low)."""
+    if choice == "cl100k":
+        return None
+    try:
+        from ctok import token_count  # type: ignore[import-not-found, unused-ignore]
+    except ImportError:
+        if choice == "ctok":
+            raise ConfigError(
+                "CTXR_CLAUDE_TOKENIZER=ctok: ctok is not installed; pip install "
+                "'ctxr[claude-tokens]' (Python 3.12+), or use auto or cl100k"
+            ) from None
+        return None
+    framing = int(token_count("a")) - 1  # ctok counts a text as a whole one-message request
+
+    def content(text: str) -> int:
+        return int(token_count(text)) - framing if text else 0
+
+    return content, framing
+
+
 def anthropic_usages(
-    work: list[tuple[Prefix, list[dict[str, Any]]]], encoding: str, exact_model: str | None
+    work: list[tuple[Prefix, list[dict[str, Any]]]],
+    encoding: str,
+    exact_model: str | None,
+    claude: tuple[Callable[[str], int], int] | None = None,
 ) -> list[Usage]:
     """Per prefix: the first request writes the prefix, the others read it; below the minimum
-    every request sends it as plain input. Counted locally, or by `count_tokens` when
-    `exact_model` is given (then each request also pays the message framing as input)."""
+    every request sends it as plain input. Counted with `claude` (`claude_counter`) or the
+    local `encoding`, or by `count_tokens` when `exact_model` is given; `count_tokens` and
+    `claude` also charge each request its message framing as input."""
     heads = [_split_at_marker(bodies[0])[0] for _, bodies in work]
     rests = [[t for body in bodies for t in _split_at_marker(body)[1]] for _, bodies in work]
     framing = 0
     if exact_model is None:
-        head_tokens = [sum(count_tokens(t, encoding) for t in head) for head in heads]
-        rest_tokens = [sum(count_tokens(t, encoding) for t in rest) for rest in rests]
+        count: Callable[[str], int] = functools.partial(count_tokens, encoding=encoding)
+        if claude is not None:
+            count, framing = claude
+        head_tokens = [sum(count(t) for t in head) for head in heads]
+        rest_tokens = [sum(count(t) for t in rest) for rest in rests]
     else:
         batches = [
             rest[i : i + COUNT_BATCH] for rest in rests for i in range(0, len(rest), COUNT_BATCH)

@@ -183,7 +183,7 @@ def test_errored_and_expired_requests_go_into_a_later_batch_canceled_ones_fall_b
     server.inject_batch("errored")
     server.inject_batch("expired")
     ledger = Ledger()
-    results = _situate(UNCACHED + [make_document("other", 2)], server, provider, None, ledger)
+    results = _situate([*UNCACHED, make_document("other", 2)], server, provider, None, ledger)
     assert all(r.kind == "llm" for r in results.values())
     summary = ledger.summary()
     assert summary.batch is not None
@@ -274,16 +274,17 @@ def test_index_batch_prices_at_half_and_an_unchanged_corpus_sends_nothing(
     assert summary is not None and summary.batch is not None and summary.failures == 0
     price = load_prices().get("claude-haiku-4-5")
     assert summary.dollars == pytest.approx(price.cost(_usage(summary), batch=True))
-    settings = load_settings(index_dir=tmp_path / "fresh", chunk_tokens=120, context="llm")
+    settings = load_settings(
+        index_dir=tmp_path / "fresh", chunk_tokens=120, context="llm", claude_tokenizer="cl100k"
+    )
     estimate = estimate_paths([root], settings)
     model = estimate.models[0]
     assert (model.requests, model.usage.output_tokens > 0) == (summary.requests, True)
     assert model.usage.cache_write_1h_tokens == summary.cache_write_1h_tokens
     creates = server.batches.creates
     again = _index(tmp_path, server, monkeypatch)
-    assert server.batches.creates == creates and again.contexts is None or (
-        again.contexts is not None and again.contexts.requests == 0
-    )
+    assert server.batches.creates == creates  # nothing changed: nothing is sent
+    assert again.contexts is None or again.contexts.requests == 0
 
 
 def _usage(summary: Any) -> Any:

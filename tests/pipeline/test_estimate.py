@@ -72,6 +72,7 @@ def _setup(
     monkeypatch.setenv("CTXR_LLM_PROVIDER", provider)
     monkeypatch.setenv("CTXR_LLM_MODEL", model)
     monkeypatch.setenv("CTXR_MAX_DOCUMENT_TOKENS", "2500")
+    monkeypatch.setenv("CTXR_CLAUDE_TOKENIZER", "cl100k")  # as the fake server counts
     # One request per chunk (Anthropic's method) unless a test groups them itself.
     monkeypatch.setenv("CTXR_LLM_GROUP_SIZE", "1")
     prices = tmp_path / "prices.json"
@@ -300,3 +301,35 @@ def test_grouped_estimate_agrees_with_the_run(
     index = Manifest.load(tmp_path / "idx")
     assert len(index.documents) == len(list(corpus.iterdir()))
     assert _estimate(grouped, corpus, model).requests == 0  # an unchanged corpus sends nothing
+
+
+def _has_ctok() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("ctok") is not None
+
+
+@pytest.mark.skipif(_has_ctok(), reason="ctok is installed here")
+def test_asking_for_ctok_without_it_says_how_to_install_it(tmp_path: Path) -> None:
+    from ctxr.pipeline.estimate_tokens import claude_counter
+
+    assert claude_counter("auto") is None and claude_counter("cl100k") is None
+    with pytest.raises(ConfigError, match=r"ctxr\[claude-tokens\]"):
+        claude_counter("ctok")
+
+
+@pytest.mark.skipif(not _has_ctok(), reason="ctok needs Python 3.12+ and the claude-tokens extra")
+def test_claude_estimate_counts_with_ctok_when_installed(tmp_path: Path) -> None:
+    from ctok import token_count
+
+    (tmp_path / "c").mkdir()
+    text = "# Notes\n\n" + " ".join(f"Point {i} about tokenizers." for i in range(200))
+    (tmp_path / "c" / "a.md").write_text(text)
+    base = {"index_dir": tmp_path / "idx", "llm_group_size": 1}
+    counted = estimate_paths([tmp_path / "c"], load_settings(**base, claude_tokenizer="ctok"))
+    plain = estimate_paths([tmp_path / "c"], load_settings(**base, claude_tokenizer="cl100k"))
+    ctok_model, cl100k_model = counted.models[0], plain.models[0]
+    assert ctok_model.encoding == "ctok" and ctok_model.requests == cl100k_model.requests
+    # ctok counts Claude tokens; they run above cl100k on English prose.
+    assert ctok_model.usage.prompt_tokens > cl100k_model.usage.prompt_tokens
+    assert token_count(text) > count_tokens(text, "cl100k_base")
