@@ -9,12 +9,12 @@ with each model's minimum cacheable size, usage as the provider reports it). Den
 from the tests' hash embedder: embedding costs no LLM money and is not what is measured here.
 
 One run per mode (``--groups 1,4,8,16,16b``: the group size, 1 being Anthropic's published
-one-request-per-chunk method, and a ``b`` for a batch run, ``--batch``), each into a fresh index with an empty response cache, against a fresh server (an empty
-prompt cache), in turn. Printed per run, from
-ctxr's own ledger priced with ``ctxr/llm/pricing.json``: chunks, requests, retries (chunks asked
-again alone), each token kind, dollars, dollars per million document tokens (cl100k), the
-cache read share and the wall time; and the estimate's dollars for the same settings, made
-first, so the two can be compared.
+one-request-per-chunk method, and a ``b`` for a batch run, ``--batch``), each into a fresh
+index with an empty response cache, against a fresh server (an empty prompt cache), in turn.
+Printed per run, from ctxr's own ledger priced with ``ctxr/llm/pricing.json``: chunks,
+requests, retries (chunks asked again alone), each token kind, dollars, dollars per million
+document tokens (cl100k), the cache read share and the wall time; and the estimate's dollars
+for the same settings, made first, so the two can be compared.
 
 Usage::
 

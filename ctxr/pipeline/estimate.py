@@ -190,12 +190,14 @@ def _estimate_model(
         encoding, known = openai_encoding(model)
         note = "exact (tiktoken)" if known else "estimate (model unknown to tiktoken)"
     elif claude is not None:
-        encoding, known = "ctok", False
+        # Prompts are counted by ctok; document tokens stay cl100k, comparable across models.
+        encoding, known = "cl100k_base", False
         note = "ctok's offline Claude counts (0.3% low on anthropic-codebase)"
     else:
         encoding, known = "cl100k_base", False
         note = f"estimate: cl100k_base, may be ~{CLAUDE_UNDERCOUNT:.0%} low"
-    result = ModelEstimate(model, provider, encoding, known, note, llm.min_cacheable_tokens, price)
+    label = "ctok" if claude is not None else encoding
+    result = ModelEstimate(model, provider, label, known, note, llm.min_cacheable_tokens, price)
     prefixes = plan_prefixes(
         pairs,
         max_tokens=settings.max_document_tokens,
