@@ -32,7 +32,7 @@ from ctxr.enrich.situate.group import (
     plan_groups,
 )
 from ctxr.enrich.situate.prompt import PROMPT_VERSION, document_part
-from ctxr.enrich.situate.response_cache import ResponseCache, cache_key
+from ctxr.enrich.situate.response_cache import ResponseCache
 from ctxr.enrich.situate.window import Prefix, plan_prefixes
 from ctxr.index import components
 from ctxr.index.manifest import MANIFEST_NAME, Manifest
@@ -264,18 +264,9 @@ def _estimate_model(
 def _answered(cache: ResponseCache | None, llm: Any, prefix: Prefix, chunk: Chunk) -> bool:
     if cache is None:
         return False
-    for version in (PROMPT_VERSION, GROUP_PROMPT_VERSION):  # as the queue looks them up
-        key = cache_key(
-            provider=llm.provider,
-            model=llm.model,
-            prompt_version=version,
-            document_sha256=prefix.document.sha256,
-            chunk_text=chunk.text,
-            heading_path=chunk.heading_path,
-        )
-        if cache.get(key) is not None:
-            return True
-    return False
+    versions = (PROMPT_VERSION, GROUP_PROMPT_VERSION)  # as the queue looks them up
+    sha = prefix.document.sha256
+    return cache.answer(llm.provider, llm.model, versions, sha, chunk) is not None
 
 
 def _embedding(

@@ -87,16 +87,16 @@ class _Run:
         """A context paid for before, by either prompt: both answer the same question."""
         if self.cache is None:
             return None
-        for version in (self.prompt_version, GROUP_PROMPT_VERSION):
-            hit = self.cache.get(self._key(document, chunk, version))
-            if hit is None:
-                continue
-            self.ledger.record_response_cache_hit(document.doc_id)
-            if hit.flagged is None:
-                return SituateResult(chunk.chunk_id, hit.context, "llm", from_cache=True)
-            outline = outline_context(document, chunk)
-            return SituateResult(chunk.chunk_id, outline, "outline", hit.flagged, None, True)
-        return None
+        versions = (self.prompt_version, GROUP_PROMPT_VERSION)
+        llm = self.llm
+        hit = self.cache.answer(llm.provider, llm.model, versions, document.sha256, chunk)
+        if hit is None:
+            return None
+        self.ledger.record_response_cache_hit(document.doc_id)
+        if hit.flagged is None:
+            return SituateResult(chunk.chunk_id, hit.context, "llm", from_cache=True)
+        outline = outline_context(document, chunk)
+        return SituateResult(chunk.chunk_id, outline, "outline", hit.flagged, None, True)
 
     async def run_prefix(self, prefix: Prefix) -> None:
         document = prefix.document
@@ -277,17 +277,10 @@ async def situate_documents(
     """
     progress = progress or NullProgress()
     sender = make_sender(
-        llm,
-        ledger,
-        batch=batch,
-        limits=limits,
-        concurrency=concurrency,
-        max_attempts=max_attempts,
-        backoff=backoff or Backoff(),
-        max_context_tokens=max_context_tokens,
-        sleep=sleep,
-        note=progress.note,
-    )
+        llm, ledger, batch=batch, limits=limits, concurrency=concurrency,
+        max_attempts=max_attempts, backoff=backoff or Backoff(),
+        max_context_tokens=max_context_tokens, sleep=sleep, note=progress.note,
+    )  # fmt: skip
     run = _Run(
         llm=llm,
         cache=cache,
@@ -315,8 +308,7 @@ async def situate_documents(
         )
         run.left = {document.doc_id: len(chunks) for document, chunks in documents}
         for p in prefixes:
-            doc = p.document
-            chunks = len(p.window.chunks)
+            doc, chunks = p.document, len(p.window.chunks)
             ledger.add_prefix(
                 doc.doc_id, doc.source, chunks=chunks, tokens=p.tokens, cached=p.cache
             )

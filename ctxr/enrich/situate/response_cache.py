@@ -21,7 +21,7 @@ from pathlib import Path
 from types import TracebackType
 
 from ctxr.cache_files import open_cache
-from ctxr.types import text_hash
+from ctxr.types import Chunk, text_hash
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +70,29 @@ class ResponseCache:
         if not isinstance(context, str) or not (flagged is None or isinstance(flagged, str)):
             return None
         return CachedContext(context, flagged)
+
+    def answer(
+        self,
+        provider: str,
+        model: str,
+        prompt_versions: tuple[str, ...],
+        document_sha256: str,
+        chunk: Chunk,
+    ) -> CachedContext | None:
+        """The context paid for before under any of `prompt_versions` (the per-chunk and the
+        grouped prompt answer the same question), first found first."""
+        for version in prompt_versions:
+            key = cache_key(
+                provider=provider,
+                model=model,
+                prompt_version=version,
+                document_sha256=document_sha256,
+                chunk_text=chunk.text,
+                heading_path=chunk.heading_path,
+            )
+            if (hit := self.get(key)) is not None:
+                return hit
+        return None
 
     def put(self, key: str, context: str, flagged: str | None = None) -> None:
         # diskcache commits before returning: once put() returns, a kill loses nothing.
