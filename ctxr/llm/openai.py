@@ -165,10 +165,12 @@ class OpenAILLM:
             prompt_tokens = int(usage.prompt_tokens or 0)
             details = getattr(usage, "prompt_tokens_details", None)
             cached = int(getattr(details, "cached_tokens", None) or 0)
+            # From GPT-5.6 on, OpenAI bills cache writes (1.25x) and reports them here.
+            written = int(getattr(details, "cache_write_tokens", None) or 0)
             billed = Usage(
                 # Match Anthropic's convention: input_tokens excludes the cached ones.
-                input_tokens=max(0, prompt_tokens - cached),
-                cache_write_tokens=0,  # OpenAI bills no cache writes
+                input_tokens=max(0, prompt_tokens - cached - written),
+                cache_write_tokens=written,
                 cache_read_tokens=cached,
                 output_tokens=int(usage.completion_tokens or 0),
             )

@@ -322,6 +322,17 @@ def test_openai_sends_the_document_as_the_stable_prefix(server: Loopback) -> Non
     assert done.rate_limit_headers == {"x-ratelimit-remaining-tokens": "9000", "retry-after": "1"}
 
 
+def test_openai_cache_writes_are_read_where_the_api_reports_them(server: Loopback) -> None:
+    # GPT-5.6 and later bill cache writes and report them beside the cached (read) tokens.
+    details = {"cached_tokens": 1024, "cache_write_tokens": 300}
+    usage = {"prompt_tokens": 1500, "completion_tokens": 20, "prompt_tokens_details": details}
+    server.queue.append(Canned(body={**OPENAI_OK, "usage": usage}))
+    done = situate(openai_at(server))
+    assert done.usage == Usage(
+        input_tokens=176, cache_write_tokens=300, cache_read_tokens=1024, output_tokens=20
+    )
+
+
 def test_openai_cache_flag_changes_nothing_on_the_wire(server: Loopback) -> None:
     uncached = {**OPENAI_OK, "usage": {"prompt_tokens": 10, "completion_tokens": 2}}
     server.queue += [Canned(body=OPENAI_OK), Canned(body=uncached)]
