@@ -213,6 +213,17 @@ def test_requests_beyond_the_batch_limit_go_in_further_batches(
     assert server.batches.creates == 3 and ledger.summary().requests == 5
 
 
+def test_a_server_without_a_batch_api_is_named_and_the_run_goes_on(
+    fake_llm_factory: Callable[..., FakeLLMServer],
+) -> None:
+    server = fake_llm_factory(batch_api=False)
+    ledger = Ledger()
+    results = _situate(UNCACHED, server, "openai", None, ledger)
+    assert all(r.kind == "outline" for r in results.values())
+    assert all("no batch API" in (r.error or "") for r in results.values())
+    assert ledger.summary().failures == len(results) and not _generated(server)
+
+
 def test_a_damaged_journal_file_is_set_aside_and_named(
     fake_llm_factory: Callable[..., FakeLLMServer], tmp_path: Path
 ) -> None:

@@ -126,7 +126,7 @@ def handle_post(h: BaseHTTPRequestHandler, fake: FakeLLMServer) -> None:
     raw = h.rfile.read(length) if length else b""
     path = h.path.split("?", 1)[0].rstrip("/")
     guess: Provider = "anthropic" if path.startswith("/v1/messages") else "openai"
-    if path.startswith(BATCH_PATHS):  # batch management: not recorded as requests
+    if fake.batch_api and path.startswith(BATCH_PATHS):  # not recorded as requests
         refused = _refused_key(h, fake)
         if refused is not None:
             status, payload = error_body("401", guess, refused)

@@ -113,6 +113,7 @@ class FakeLLMServer:
         refuse_schemas: bool = False,
         batch_delay_s: float = 0.0,
         batch_max_requests: int = 100_000,
+        batch_api: bool = True,
     ) -> None:
         self.latency, self.keep_bodies, self.api_key = latency, keep_bodies, api_key
         # An OpenAI-compatible server without structured outputs: 400 for `response_format`.
@@ -135,6 +136,7 @@ class FakeLLMServer:
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self.batches = FakeBatches(self, batch_delay_s, batch_max_requests, seed)
+        self.batch_api = batch_api  # False: a server without batch endpoints (404s)
 
     # lifecycle ---------------------------------------------------------------------------
     def start(self) -> FakeLLMServer:

@@ -160,13 +160,23 @@ class BatchSender:
         return await future
 
     async def _run(self) -> None:
-        while self._pending or self._open:
-            if self._pending:
-                await self._settle()
-                await self._submit(self._pending)
-            ended = await self._poll() if self._open else False
-            if self._open and not ended and not self._pending:
-                await asyncio.sleep(self.options.poll_seconds)
+        try:
+            while self._pending or self._open:
+                if self._pending:
+                    await self._settle()
+                    await self._submit(self._pending)
+                ended = await self._poll() if self._open else False
+                if self._open and not ended and not self._pending:
+                    await asyncio.sleep(self.options.poll_seconds)
+        except Exception as exc:  # a bug or an unforeseen SDK error: fail the waiters, not hang
+            why = ProviderError(f"batch run failed: {describe(exc)}", retryable=False)
+            for waiting in self._pending:
+                waiting.future.set_result(why)
+            for open_ in self._open.values():
+                for future in open_.waiting.values():
+                    if not future.done():
+                        future.set_result(why)
+            self._pending, self._open = [], {}
 
     async def _settle(self) -> None:
         quiet = 0
@@ -182,6 +192,13 @@ class BatchSender:
             try:
                 batch_id = await self._create(part)
             except ProviderError as exc:
+                if exc.status == 404:  # an OpenAI-compatible server without /v1/batches
+                    exc = ProviderError(
+                        f"{self.llm.provider}: this server has no batch API ({exc}); leave "
+                        "--batch (CTXR_LLM_BATCH) out",
+                        retryable=False,
+                        status=404,
+                    )
                 for waiting in part:
                     waiting.future.set_result(exc)
                 continue
