@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
 import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -55,6 +56,8 @@ def openai_cached(shared_tokens: int) -> int:
 def message_texts(body: dict[str, Any]) -> list[tuple[str, bool]]:
     """A request body's text parts in order, each with whether it carries a cache marker."""
     parts: list[tuple[str, bool]] = []
+    if body.get("tools"):  # Anthropic: tool definitions open the prompt (and its cached prefix)
+        parts.append((json.dumps(body["tools"], ensure_ascii=False, sort_keys=True), False))
     system = body.get("system")
     if isinstance(system, str):
         parts.append((system, False))

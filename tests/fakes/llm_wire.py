@@ -143,6 +143,10 @@ def prompt_parts(body: Mapping[str, Any], provider: Provider) -> list[PromptPart
     """The prompt's text parts in order (see the module docstring); raises `BadRequest`."""
     messages = _require(body, provider)
     parts: list[PromptPart] = []
+    if provider == "anthropic" and body.get("tools"):
+        # Tool definitions come first in Claude's prompt (tools, system, messages), so they are
+        # part of every cached prefix and billed as input; counted as their JSON text.
+        parts.append(PromptPart(json.dumps(body["tools"], ensure_ascii=False, sort_keys=True)))
     if provider == "anthropic" and body.get("system") is not None:
         parts.extend(_content_parts(body["system"]))
     for message in messages:
