@@ -292,6 +292,11 @@ def test_index_batch_prices_at_half_and_an_unchanged_corpus_sends_nothing(
     model = estimate.models[0]
     assert (model.requests, model.usage.output_tokens > 0) == (summary.requests, True)
     assert model.usage.cache_write_1h_tokens == summary.cache_write_1h_tokens
+    assert model.usage.cache_read_tokens == summary.cache_read_tokens
+    assert model.usage.input_tokens == summary.input_tokens
+    assert model.batch_run and model.dollars() == pytest.approx(
+        price.cost(model.usage, batch=True)
+    )
     creates = server.batches.creates
     again = _index(tmp_path, server, monkeypatch)
     assert server.batches.creates == creates  # nothing changed: nothing is sent
