@@ -18,6 +18,8 @@ from ctxr.config import load_settings
               help="assumed output tokens per context [100]")  # fmt: skip
 @click.option("--chunk-tokens", type=int, default=None, help="chunk budget in tokens")
 @click.option("--exact", is_flag=True, help="count Claude tokens with Anthropic's count_tokens")
+@click.option("--batch", is_flag=True, default=None,
+              help="estimate a --batch run (Batch API prices, 1-hour cache writes)")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="print the estimate as JSON")
 def estimate_command(
     paths: tuple[Path, ...],
@@ -26,13 +28,14 @@ def estimate_command(
     output_tokens: int | None,
     chunk_tokens: int | None,
     exact: bool,
+    batch: bool | None,
     as_json: bool,
 ) -> None:
     """Estimate what indexing PATHS with LLM contexts would cost; calls no model."""
     from ctxr.cli import render
     from ctxr.pipeline.estimate import estimate_paths
 
-    settings = load_settings(index_dir=index_dir, chunk_tokens=chunk_tokens)
+    settings = load_settings(index_dir=index_dir, chunk_tokens=chunk_tokens, llm_batch=batch)
     result = estimate_paths(
         paths, settings, models=models or None, output_tokens=output_tokens, exact=exact
     )

@@ -149,7 +149,8 @@ def _notes(models: list[str], prices: PriceTable, exact: bool, tokenizer: str) -
         notes.append(
             "Claude tokens are tiktoken cl100k_base counts; Claude's tokenizer differs (on "
             f"anthropic-codebase Anthropic's reported run billed {CLAUDE_UNDERCOUNT:.0%} more "
-            "prompt tokens than cl100k counts; not measured on your corpus); --exact asks "
+            "prompt tokens than cl100k counts; not measured on your corpus); ctok counts "
+            "them offline (pip install 'ctxr[claude-tokens]', Python 3.12+), --exact asks "
             "Anthropic's free count_tokens endpoint"
         )
     if "openai" in providers:
