@@ -16,7 +16,7 @@ from pathlib import Path
 from ctxr.config import Settings
 from ctxr.enrich.load.walk import disk_path, display_path
 from ctxr.enrich.situate.contexts import ContextPlan, resolve_context, situate_all
-from ctxr.index import components
+from ctxr.index import components, integrity
 from ctxr.index.bm25.analyzer import Bm25Analyzer
 from ctxr.index.embed.base import Embedder
 from ctxr.index.manifest import MANIFEST_NAME, Manifest
@@ -44,7 +44,13 @@ def open_or_create(
     if (index_dir / MANIFEST_NAME).exists():
         manifest = Manifest.load(index_dir)
         manifest.check_compatible(wanted, index_dir)
-        return manifest, store_factory.open_store(settings, index_dir, manifest.settings.dim)
+        store = store_factory.open_store(settings, index_dir, manifest.settings.dim)
+        try:  # say so before a long run, not after it
+            integrity.check(store, manifest, index_dir, integrity.OPEN_SAMPLE)
+        except BaseException:
+            store.close()
+            raise
+        return manifest, store
     # No manifest: a new index, or a shard orphaned by a run that died before writing its
     # manifest. Nothing in an orphan is recorded as indexed, so it is recreated, not trusted.
     shutil.rmtree(shard, ignore_errors=True)
@@ -145,6 +151,8 @@ def _run(
             store.flush()
             report.points_total = store.count()
             _optimize(store, settings, report, progress)
+            _verify(store, manifest, index_dir)
+            report.points_total = store.count()
         finally:
             store.close()
             close = getattr(embedder, "close", None)
@@ -172,6 +180,20 @@ def _optimize(store: Store, settings: Settings, report: IndexReport, progress: P
     store.optimize()
     store.flush()
     report.optimize_seconds = time.perf_counter() - started
+
+
+def _verify(store: Store, manifest: Manifest, index_dir: Path) -> None:
+    """Read every point back: a run never ends with success over a store it left damaged.
+
+    Points of documents the manifest does not hold are a killed run's leftovers: removed here.
+    """
+    found = integrity.verify(store, manifest)
+    if found.orphan_docs and found.unreadable is None:
+        store.delete_documents(sorted(found.orphan_docs))
+        store.flush()
+        found = integrity.verify(store, manifest)
+    if not found.sound:
+        raise integrity.corrupt(index_dir, found.summary())
 
 
 def _load_changed(
