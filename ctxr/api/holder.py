@@ -68,6 +68,7 @@ class ServiceHolder:
         self._retired: dict[int, SearchService] = {}
         self._checked = 0.0
         self._tried = 0.0
+        self._deleted: str | None = None  # said while the deleted index stays missing
 
     def open(self) -> None:
         if not self._opening.acquire(blocking=False):
@@ -76,6 +77,10 @@ class ServiceHolder:
             self._tried = time.monotonic()
             seen = identity(self.index_dir)
             service, error = _open(self.settings)
+            if service is not None or seen[2] is not None:
+                self._deleted = None
+            elif self._deleted:
+                error = self._deleted
             with self._lock:
                 self.service, self.error, self._identity = service, error, seen
             if error:
@@ -97,9 +102,10 @@ class ServiceHolder:
         if seen == self._identity:
             return
         if seen[0] is None or seen[2] is None:
-            self._retire(f"the index at {self.index_dir} was deleted while the server was "
-                         "running; build it again with `ctxr index PATH --index "
-                         f"{self.index_dir}` and the server reopens it")  # fmt: skip
+            self._deleted = (f"the index at {self.index_dir} was deleted while the server was "
+                             "running; build it again with `ctxr index PATH --index "
+                             f"{self.index_dir}` and the server reopens it")  # fmt: skip
+            self._retire(self._deleted)
             return
         log.warning(f"the index at {self.index_dir} changed on disk; reopening it")
         self._retire(f"the index at {self.index_dir} changed on disk and is being reopened")

@@ -50,9 +50,7 @@ def run_doctor(settings: Settings, repair: bool = False) -> DoctorReport:
     index_dir = Path(settings.index_dir)
     with index_lock(index_dir):  # no `ctxr index` writes while the doctor looks
         manifest = Manifest.load(index_dir)
-        report = DoctorReport(
-            str(index_dir), len(manifest.documents), manifest.chunk_count
-        )
+        report = DoctorReport(str(index_dir), len(manifest.documents), manifest.chunk_count)
         store: Store | None = None
         try:
             store = store_factory.open_store(settings, index_dir, manifest.settings.dim)
