@@ -23,7 +23,7 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import asdict
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.encoders import jsonable_encoder
@@ -46,6 +46,9 @@ from ctxr.api.models import (
 from ctxr.config import Settings
 from ctxr.errors import ConfigError, CtxrError
 from ctxr.retrieve.service import SearchService
+
+if TYPE_CHECKING:
+    import uvicorn
 
 log = logging.getLogger("ctxr.api")
 _UNAVAILABLE: dict[int | str, dict[str, Any]] = {
@@ -231,10 +234,20 @@ def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8000) -> None
     import uvicorn
 
     _log_access_as_json()
-    config = uvicorn.Config(
-        create_app(settings), host=host, port=port, access_log=False, log_level="info"
-    )
+    config = server_config(settings, create_app(settings), host, port)
     asyncio.run(uvicorn.Server(config).serve())
+
+
+def server_config(settings: Settings, app: FastAPI, host: str, port: int) -> uvicorn.Config:
+    """uvicorn's configuration: its h11 protocol with a header-read timeout for slow clients."""
+    import uvicorn
+
+    from ctxr.api.protocol import with_header_timeout
+
+    return uvicorn.Config(
+        app, host=host, port=port, access_log=False, log_level="info",
+        http=with_header_timeout(settings.api_header_timeout),
+    )  # fmt: skip
 
 
 def _log_access_as_json() -> None:

@@ -320,7 +320,6 @@ class TestOverLoopback:
         streamed = httpx.post(f"{base_url}/search", content=chunked())
         assert streamed.status_code == 413
 
-
     @pytest.mark.parametrize("size", [2_000_000, 20_000_000])
     def test_a_client_that_sends_its_whole_body_first_reads_the_413(
         self, base_url: str, size: int
