@@ -147,7 +147,7 @@ def _run(
                 report,
                 progress,
             )
-            write(prepared, manifest, store, embedder, settings, recipe, report, progress)
+            write(prepared, manifest, store, embedder, analyzer, settings, recipe, report, progress)
             store.flush()
             report.points_total = store.count()
             _optimize(store, settings, report, progress)
@@ -255,9 +255,9 @@ def _prepare(
     prepared: list[Prepared] = []
     for document, _ in pairs:
         situated = run.situated[document.doc_id]
-        terms = [analyzer.terms(c.indexed_text()) for c in situated]
+        counts = [len(analyzer.terms(c.indexed_text())) for c in situated]
         incomplete = document.doc_id in run.incomplete
-        prepared.append(Prepared(document, situated, terms, incomplete))
+        prepared.append(Prepared(document, situated, counts, incomplete))
     if run.incomplete:
         report.notices.append(
             f"{len(run.incomplete)} documents have chunks whose LLM context failed (outline "
