@@ -53,52 +53,12 @@ _LANGUAGE = re.compile(r"(?:^|\s)(?:language|lang)-([\w+#.-]+)")
 MAX_DEPTH = 256
 # Elements whose end tag may not be left out, so counting their tags measures nesting; <p>, <li>
 # and table parts close implicitly and would be counted deeper than they are.
-_NESTING = frozenset(
-    [
-        "a",
-        "abbr",
-        "article",
-        "aside",
-        "b",
-        "bdi",
-        "bdo",
-        "blockquote",
-        "center",
-        "cite",
-        "code",
-        "del",
-        "details",
-        "dfn",
-        "div",
-        "dl",
-        "em",
-        "fieldset",
-        "figure",
-        "font",
-        "form",
-        "i",
-        "ins",
-        "kbd",
-        "label",
-        "main",
-        "mark",
-        "nobr",
-        "ol",
-        "q",
-        "s",
-        "samp",
-        "section",
-        "small",
-        "span",
-        "strike",
-        "strong",
-        "sub",
-        "sup",
-        "u",
-        "ul",
-        "var",
-    ]
-)
+_NESTING = {
+    "a", "abbr", "article", "aside", "b", "bdi", "bdo", "blockquote", "center", "cite", "code",
+    "del", "details", "dfn", "div", "dl", "em", "fieldset", "figure", "font", "form", "i", "ins",
+    "kbd", "label", "main", "mark", "nobr", "ol", "q", "s", "samp", "section", "small", "span",
+    "strike", "strong", "sub", "sup", "u", "ul", "var",
+}  # fmt: skip
 _TAG = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9-]*)\b[^>]*?(/?)>")
 
 
