@@ -40,6 +40,10 @@ def doctor_command(index_dir: Path | None, repair: bool, as_json: bool) -> None:
             f"manifest {report.manifest_chunks:,} chunks in {report.manifest_documents:,} "
             "documents", highlight=False, soft_wrap=True,
         )  # fmt: skip
+        if report.leftover_points:
+            console.print(f"  {report.leftover_points} points of documents the manifest does not "
+                          "hold (a killed run's; the next `ctxr index` or --repair removes them)",
+                          highlight=False, soft_wrap=True)  # fmt: skip
         for problem in report.problems:
             console.print(f"  damaged: {problem}", highlight=False, soft_wrap=True)
         for done in report.repaired:

@@ -190,6 +190,9 @@ def test_index_clears_a_killed_runs_leftover_points(
     del manifest.documents[gone]
     manifest.save(tmp_path / "idx")
     SearchService(settings).close()
+    doctor = run("doctor", "--index", tmp_path / "idx", "--json", cache=examples_index.cache_dir)
+    assert doctor.exit_code == 0, doctor.output  # leftovers are not damage
+    assert json.loads(doctor.stdout)["leftover_points"] == _chunks(examples_index, gone)
     monkeypatch.chdir(ROOT)
     report = build_index(["examples/docs/faq.md"], settings, prune=False)
     assert report.points_total == examples_index.report.points_total - _chunks(examples_index, gone)
