@@ -163,6 +163,9 @@ class Settings(BaseSettings):
     api_max_batch: int = Field(32, ge=1, description="most queries in one request")
     api_max_candidates: int = Field(1000, ge=1, description="largest per-request candidates")
     api_max_body_bytes: int = Field(65_536, ge=256, description="larger request bodies get 413")
+    api_header_timeout: float = Field(
+        10.0, gt=0, description="seconds a client has to send a request's headers"
+    )
     api_access_log: bool = Field(True, description="one JSON line per request on stderr")
     api_log_queries: bool = Field(False, description="put query text in the access log")
 

@@ -7,7 +7,8 @@ CtxrError
 │   └── UndecodableFileError
 ├── IndexError_            the index directory is missing, corrupt or incompatible
 │   ├── IndexNotFoundError
-│   └── IndexMismatchError
+│   ├── IndexMismatchError
+│   └── IndexCorruptError  the store cannot be read, or reads back what was never written
 ├── EmbedderError          the embedding model cannot be loaded or run
 ├── DatasetError           an evaluation data set is missing or malformed
 ├── ProviderError          an LLM or embedding provider call failed; says if a retry can help
@@ -50,6 +51,14 @@ class IndexNotFoundError(IndexError_):
 
 class IndexMismatchError(IndexError_):
     pass
+
+
+class IndexCorruptError(IndexError_):
+    """`what` is the damage found, without the advice around it."""
+
+    def __init__(self, message: str, what: str = "") -> None:
+        super().__init__(message)
+        self.what = what
 
 
 class EmbedderError(CtxrError):

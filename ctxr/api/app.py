@@ -19,11 +19,11 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import asdict
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.encoders import jsonable_encoder
@@ -33,6 +33,7 @@ from fastapi.security import HTTPBearer
 from starlette.concurrency import run_in_threadpool
 
 from ctxr.api.guard import ACCESS_KEY, Guard
+from ctxr.api.holder import ServiceHolder
 from ctxr.api.models import (
     DocumentResponse,
     ErrorResponse,
@@ -46,56 +47,19 @@ from ctxr.config import Settings
 from ctxr.errors import ConfigError, CtxrError
 from ctxr.retrieve.service import SearchService
 
+if TYPE_CHECKING:
+    import uvicorn
+
 log = logging.getLogger("ctxr.api")
 _UNAVAILABLE: dict[int | str, dict[str, Any]] = {
     503: {"model": ErrorResponse, "description": "the index cannot be used"}
 }
 
 
-class ServiceHolder:
-    """The app's one search service, or why there is none."""
-
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
-        self.service: SearchService | None = None
-        self.error: str | None = None
-
-    def open(self) -> None:
-        try:
-            service = SearchService(self.settings)
-        except CtxrError as exc:
-            self.error = str(exc)
-        except Exception as exc:  # a broken shard may raise anything; report it, do not crash
-            log.exception("cannot open the index")
-            self.error = f"cannot open the index at {self.settings.index_dir}: {exc!r}"
-        else:
-            self.service = service
-            self._warm_up()
-
-    def _warm_up(self) -> None:
-        # Load the embedding model now rather than in the first user's request; a model that
-        # cannot be loaded makes the service unavailable, with the reason, like a bad index.
-        assert self.service is not None
-        try:
-            self.service.search("warm up", k=1, mode="dense")
-        except CtxrError as exc:
-            self.error = str(exc)
-            self.close()
-
-    def get(self) -> SearchService:
-        if self.service is None:
-            raise HTTPException(503, detail=self.error or "the index is not open")
-        return self.service
-
-    def close(self) -> None:
-        if self.service is not None:
-            self.service.close()
-            self.service = None
-
-
-def _service(request: Request) -> SearchService:
+def _service(request: Request) -> Iterator[SearchService]:
     holder: ServiceHolder = request.app.state.holder
-    return holder.get()
+    with holder.lease() as service:  # a reopen waits for this request before closing it
+        yield service
 
 
 Service = Annotated[SearchService, Depends(_service)]
@@ -109,8 +73,6 @@ def create_app(settings: Settings) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await run_in_threadpool(holder.open)
-        if holder.error:
-            log.warning(f"serving without an index: {holder.error}")
         try:
             yield
         finally:
@@ -183,14 +145,19 @@ def create_app(settings: Settings) -> FastAPI:
 
     @app.get("/health", responses={503: {"model": HealthResponse}})
     async def health() -> JSONResponse:
-        """200 when the index is open and answers; 503 with the reason otherwise (no token)."""
-        reason = holder.error or "the index is not open"
-        if holder.service is not None:
-            try:
-                await run_in_threadpool(holder.service.stats)  # touches the store
-                return JSONResponse({"status": "ok"})
-            except CtxrError as exc:
-                reason = str(exc)
+        """200 when the index is open and answers; 503 with the reason otherwise (no token).
+
+        Each call looks at the index on disk: a deleted or replaced index is noticed here, and
+        an index that could not be opened (in use, missing, damaged) is tried again."""
+        await run_in_threadpool(holder.refresh, True)
+        try:
+            with holder.lease() as service:
+                await run_in_threadpool(service.stats)  # touches the store
+            return JSONResponse({"status": "ok"})
+        except HTTPException as exc:
+            reason = str(exc.detail)
+        except CtxrError as exc:
+            reason = str(exc)
         return JSONResponse({"status": "unavailable", "reason": reason}, status_code=503)
 
     @app.get("/stats", responses=_UNAVAILABLE)
@@ -267,10 +234,20 @@ def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8000) -> None
     import uvicorn
 
     _log_access_as_json()
-    config = uvicorn.Config(
-        create_app(settings), host=host, port=port, access_log=False, log_level="info"
-    )
+    config = server_config(settings, create_app(settings), host, port)
     asyncio.run(uvicorn.Server(config).serve())
+
+
+def server_config(settings: Settings, app: FastAPI, host: str, port: int) -> uvicorn.Config:
+    """uvicorn's configuration: its h11 protocol with a header-read timeout for slow clients."""
+    import uvicorn
+
+    from ctxr.api.protocol import with_header_timeout
+
+    return uvicorn.Config(
+        app, host=host, port=port, access_log=False, log_level="info",
+        http=with_header_timeout(settings.api_header_timeout),
+    )  # fmt: skip
 
 
 def _log_access_as_json() -> None:

@@ -3,7 +3,10 @@
 A plain ASGI middleware, so it runs before routing and before any body is parsed: a request
 without the token is answered 401 without its body being read, and a body over the limit is
 answered 413 from its Content-Length, or, when it is sent chunked, as soon as the bytes read
-pass the limit. Every request then gets one JSON line on the ``ctxr.api.access`` logger: method,
+pass the limit. Before a 413 the rest of the body is read and thrown away (up to `DRAIN_BYTES`
+within `DRAIN_SECONDS`): a client that sends its whole body before reading (Python's urllib,
+http.client) would otherwise meet a closed socket and see ECONNRESET or EPIPE, not the 413.
+Every request then gets one JSON line on the ``ctxr.api.access`` logger: method,
 path, status, duration and, for searches, what the endpoint recorded in the scope under
 `ACCESS_KEY` (number of queries, k, mode, fusion; the query text only when configured). The
 token never reaches the log: headers are not logged at all.
@@ -11,6 +14,7 @@ token never reaches the log: headers are not logged at all.
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
 import logging
@@ -22,6 +26,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 ACCESS_KEY = "ctxr.access"  # scope key where endpoints leave fields for the access line
 access_log = logging.getLogger("ctxr.api.access")
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+# How much of an over-limit body is read and dropped so the client can read its 413. A body
+# declared larger than this is answered at once (its sender may see a reset).
+DRAIN_BYTES = 64 * 1024 * 1024
+DRAIN_SECONDS = 15.0
 
 
 class Guard:
@@ -96,10 +104,13 @@ class Guard:
         for name, value in scope["headers"]:
             if name == b"content-length":
                 try:
-                    if int(value) > self._max_body:
-                        return too_large, receive
+                    declared = int(value)
                 except ValueError:
                     return (400, "malformed Content-Length header", []), receive
+                if declared > self._max_body:
+                    if declared <= DRAIN_BYTES:
+                        await _drain(receive, DRAIN_BYTES)
+                    return too_large, receive
         chunks: list[bytes] = []
         size = 0
         while True:
@@ -109,6 +120,8 @@ class Guard:
             body = message.get("body", b"")
             size += len(body)
             if size > self._max_body:
+                if message.get("more_body", False):
+                    await _drain(receive, DRAIN_BYTES - size)
                 return too_large, receive
             chunks.append(body)
             if not message.get("more_body", False):
@@ -128,6 +141,22 @@ class Guard:
             line["client"] = client[0]
         line.update(scope.get(ACCESS_KEY) or {})
         access_log.info(json.dumps(line, ensure_ascii=False))
+
+
+async def _drain(receive: Receive, budget: int) -> None:
+    """Read and drop what is left of a request body: at most `budget` bytes, `DRAIN_SECONDS`."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + DRAIN_SECONDS
+    while budget > 0:
+        try:
+            message = await asyncio.wait_for(receive(), timeout=max(deadline - loop.time(), 0))
+        except TimeoutError:
+            return
+        if message["type"] != "http.request":
+            return
+        budget -= len(message.get("body", b""))
+        if not message.get("more_body", False):
+            return
 
 
 def _replay(messages: list[Message], receive: Receive) -> Receive:

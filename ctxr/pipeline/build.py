@@ -16,7 +16,7 @@ from pathlib import Path
 from ctxr.config import Settings
 from ctxr.enrich.load.walk import disk_path, display_path
 from ctxr.enrich.situate.contexts import ContextPlan, resolve_context, situate_all
-from ctxr.index import components
+from ctxr.index import components, integrity
 from ctxr.index.bm25.analyzer import Bm25Analyzer
 from ctxr.index.embed.base import Embedder
 from ctxr.index.manifest import MANIFEST_NAME, Manifest
@@ -31,6 +31,9 @@ from ctxr.pipeline.write import Prepared, write
 from ctxr.progress import NullProgress, Progress
 from ctxr.types import Document
 
+# Up to this many points `ctxr index` reads every one back at its end (about 2 s at 20k).
+FULL_CHECK_POINTS = 20_000
+
 
 def open_or_create(
     index_dir: Path, settings: Settings, embedder: Embedder, analyzer: Bm25Analyzer, rebuild: bool
@@ -44,7 +47,13 @@ def open_or_create(
     if (index_dir / MANIFEST_NAME).exists():
         manifest = Manifest.load(index_dir)
         manifest.check_compatible(wanted, index_dir)
-        return manifest, store_factory.open_store(settings, index_dir, manifest.settings.dim)
+        store = store_factory.open_store(settings, index_dir, manifest.settings.dim)
+        try:  # say so before a long run, not after it
+            integrity.check(store, manifest, index_dir, integrity.OPEN_SAMPLE)
+        except BaseException:
+            store.close()
+            raise
+        return manifest, store
     # No manifest: a new index, or a shard orphaned by a run that died before writing its
     # manifest. Nothing in an orphan is recorded as indexed, so it is recreated, not trusted.
     shutil.rmtree(shard, ignore_errors=True)
@@ -141,10 +150,12 @@ def _run(
                 report,
                 progress,
             )
-            write(prepared, manifest, store, embedder, settings, recipe, report, progress)
+            write(prepared, manifest, store, embedder, analyzer, settings, recipe, report, progress)
             store.flush()
             report.points_total = store.count()
             _optimize(store, settings, report, progress)
+            _verify(store, manifest, index_dir, report)
+            report.points_total = store.count()
         finally:
             store.close()
             close = getattr(embedder, "close", None)
@@ -172,6 +183,26 @@ def _optimize(store: Store, settings: Settings, report: IndexReport, progress: P
     store.optimize()
     store.flush()
     report.optimize_seconds = time.perf_counter() - started
+
+
+def _verify(store: Store, manifest: Manifest, index_dir: Path, report: IndexReport) -> None:
+    """Read the points back: a run never ends with success over a store it left damaged.
+
+    Every point is read when the index is small or this run wrote a tenth of it or more; a
+    full read costs ~9 s at 100k points, too much for a run that changed one file of a large
+    index, which reads the open check's sample instead (`ctxr doctor` reads everything).
+    Points of documents the manifest does not hold are a killed run's leftovers: removed here.
+    """
+    points = report.points_total
+    full = points <= FULL_CHECK_POINTS or report.chunks_written * 10 >= points
+    limit = None if full else integrity.OPEN_SAMPLE
+    found = integrity.verify(store, manifest, limit)
+    if found.orphan_docs and found.unreadable is None:
+        store.delete_documents(sorted(found.orphan_docs))
+        store.flush()
+        found = integrity.verify(store, manifest, limit)
+    if not found.sound:
+        raise integrity.corrupt(index_dir, found.summary())
 
 
 def _load_changed(
@@ -233,9 +264,9 @@ def _prepare(
     prepared: list[Prepared] = []
     for document, _ in pairs:
         situated = run.situated[document.doc_id]
-        terms = [analyzer.terms(c.indexed_text()) for c in situated]
+        counts = [len(analyzer.terms(c.indexed_text())) for c in situated]
         incomplete = document.doc_id in run.incomplete
-        prepared.append(Prepared(document, situated, terms, incomplete))
+        prepared.append(Prepared(document, situated, counts, incomplete))
     if run.incomplete:
         report.notices.append(
             f"{len(run.incomplete)} documents have chunks whose LLM context failed (outline "

@@ -1,18 +1,28 @@
 """Writing prepared chunks: embed, weight for BM25, upsert, then record in the manifest.
 
-Batches are the unit of durability: a batch's points are flushed before the manifest says its
-documents are indexed, so the manifest never claims more than the store holds.
+Batches of at most `WRITE_BATCH_CHUNKS` chunks are the unit of durability, and a large document
+is cut into several: a 50k-row table used to be one batch, embedded whole before anything was
+written. A batch's points are flushed before the manifest records anything, so the manifest
+never claims more than the store holds; a document is recorded once its last batch is written.
+A killed run therefore loses at most one batch of work: the batches before it are in the
+embedding cache, so the next run re-embeds only the lost one. A changed document leaves the
+manifest before its old points are deleted, so no manifest ever counts points that are gone.
+
+BM25 terms are computed batch by batch, not for the whole run at once: only their counts are
+kept ahead (`Prepared.term_counts`, for the mean length), which keeps memory per chunk small.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from ctxr.config import Settings
 from ctxr.enrich.situate.contexts import fit_context
 from ctxr.index import components
+from ctxr.index.bm25.analyzer import Bm25Analyzer
 from ctxr.index.bm25.weights import Bm25Params, document_vector
 from ctxr.index.embed.base import Embedder
 from ctxr.index.manifest import DocumentEntry, Manifest
@@ -29,10 +39,46 @@ WRITE_BATCH_CHUNKS = 256
 class Prepared:
     document: Document
     chunks: list[ContextualChunk]
-    terms: list[list[str]]
+    term_counts: list[int]  # BM25 terms per chunk; the terms themselves are made per batch
     # Some chunks fell back to outline contexts after LLM failures: the document is written
     # but recorded with a recipe that makes the next run redo it (answered chunks are free).
     incomplete: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class _Slice:
+    """Chunks `start:end` of one document: a batch holds whole documents or parts of one."""
+
+    item: Prepared
+    start: int
+    end: int
+
+    @property
+    def first(self) -> bool:
+        return self.start == 0
+
+    @property
+    def last(self) -> bool:
+        return self.end == len(self.item.chunks)
+
+
+def _batches(prepared: list[Prepared], size: int) -> Iterator[list[_Slice]]:
+    batch: list[_Slice] = []
+    room = size
+    for item in prepared:
+        start = 0
+        while True:
+            end = min(len(item.chunks), start + room)
+            batch.append(_Slice(item, start, end))
+            room -= end - start
+            start = end
+            if room == 0:
+                yield batch
+                batch, room = [], size
+            if start >= len(item.chunks):
+                break
+    if batch:
+        yield batch
 
 
 def write(
@@ -40,6 +86,7 @@ def write(
     manifest: Manifest,
     store: Store,
     embedder: Embedder,
+    analyzer: Bm25Analyzer,
     settings: Settings,
     recipe: str,
     report: IndexReport,
@@ -50,22 +97,15 @@ def write(
     # own run (IDF stays exact, Qdrant computes it at query time); --rebuild renormalises all.
     replaced = {p.document.doc_id for p in prepared}
     kept = [e for doc_id, e in manifest.documents.items() if doc_id not in replaced]
-    new_terms = [len(t) for p in prepared for t in p.terms]
-    total_chunks = sum(e.chunks for e in kept) + len(new_terms)
-    avg_len = (sum(e.terms for e in kept) + sum(new_terms)) / max(total_chunks, 1)
-    params = components.bm25_params(settings)
-    first = settings.context_position == "before"
-    progress.start("embeddings", len(new_terms))
-    batch: list[Prepared] = []
-    for item in prepared:
-        batch.append(item)
-        if sum(len(p.chunks) for p in batch) >= WRITE_BATCH_CHUNKS:
-            _write_batch(batch, manifest, store, embedder, avg_len, params, recipe, report, first)
-            progress.advance("embeddings", sum(len(p.chunks) for p in batch))
-            batch = []
-    if batch:
-        _write_batch(batch, manifest, store, embedder, avg_len, params, recipe, report, first)
-        progress.advance("embeddings", sum(len(p.chunks) for p in batch))
+    new_counts = [n for p in prepared for n in p.term_counts]
+    total_chunks = sum(e.chunks for e in kept) + len(new_counts)
+    avg_len = (sum(e.terms for e in kept) + sum(new_counts)) / max(total_chunks, 1)
+    context = _Context(store, embedder, analyzer, components.bm25_params(settings), avg_len,
+                       settings.context_position == "before")  # fmt: skip
+    progress.start("embeddings", len(new_counts))
+    for batch in _batches(prepared, WRITE_BATCH_CHUNKS):
+        _write_batch(batch, manifest, context, recipe, report)
+        progress.advance("embeddings", sum(s.end - s.start for s in batch))
     if report.chunks_truncated:
         report.notices.append(
             f"{report.chunks_truncated} of {report.chunks_written} chunks exceed the embedder's "
@@ -75,52 +115,64 @@ def write(
         )
 
 
+@dataclass(frozen=True, slots=True)
+class _Context:
+    store: Store
+    embedder: Embedder
+    analyzer: Bm25Analyzer
+    params: Bm25Params
+    avg_len: float
+    context_first: bool
+
+
 def _write_batch(
-    batch: list[Prepared],
-    manifest: Manifest,
-    store: Store,
-    embedder: Embedder,
-    avg_len: float,
-    params: Bm25Params,
-    recipe: str,
-    report: IndexReport,
-    context_first: bool,
+    batch: list[_Slice], manifest: Manifest, ctx: _Context, recipe: str, report: IndexReport
 ) -> None:
+    embedder = ctx.embedder
     # BM25 reads the whole context; the embedder reads only max_tokens, so there a long
     # context is trimmed at a sentence boundary rather than pushing the chunk's tail out.
     count_tokens = embedder.count_tokens
-    to_embed = [fit_context(c, count_tokens, embedder.max_tokens) for p in batch for c in p.chunks]
-    texts = [c.indexed_text(context_first=context_first) for c in to_embed]
+    owned = [
+        (part.item.document, c) for part in batch for c in part.item.chunks[part.start : part.end]
+    ]
+    to_embed = [fit_context(c, count_tokens, embedder.max_tokens) for _, c in owned]
+    texts = [c.indexed_text(context_first=ctx.context_first) for c in to_embed]
     vectors = embedder.embed(texts)
     report.chunks_truncated += sum(count_tokens(t) > embedder.max_tokens for t in texts)
     points: list[StoredPoint] = []
-    row = 0
-    for item in batch:
-        for situated, terms in zip(item.chunks, item.terms, strict=True):
-            points.append(
-                StoredPoint(
-                    point_id=situated.chunk.chunk_id,
-                    dense=vectors[row].tolist(),
-                    sparse=document_vector(terms, avg_len, params),
-                    payload=chunk_payload(item.document, situated),
-                )
+    for row, (document, situated) in enumerate(owned):
+        terms = ctx.analyzer.terms(situated.indexed_text())
+        points.append(
+            StoredPoint(
+                point_id=situated.chunk.chunk_id,
+                dense=vectors[row].tolist(),
+                sparse=document_vector(terms, ctx.avg_len, ctx.params),
+                payload=chunk_payload(document, situated),
             )
-            row += 1
-    # A changed document may now have fewer chunks: drop its old points before writing.
-    store.delete_documents([p.document.doc_id for p in batch])
-    store.upsert(points)
+        )
+    starting = [s.item.document.doc_id for s in batch if s.first]
+    # A changed document leaves the manifest before its old points go (it may now have fewer
+    # chunks): a run killed in between leaves points the manifest does not count, never the
+    # reverse, and the next run clears them.
+    if any(doc_id in manifest.documents for doc_id in starting):
+        for doc_id in starting:
+            manifest.documents.pop(doc_id, None)
+        manifest.save(Path(report.index_dir))
+    ctx.store.delete_documents(starting)
+    ctx.store.upsert(points)
     now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    for item in batch:
+    finished = [s.item for s in batch if s.last]
+    for item in finished:
         manifest.documents[item.document.doc_id] = DocumentEntry(
             source=item.document.source,
             sha256=item.document.sha256,
             recipe=recipe + "+incomplete" if item.incomplete else recipe,
             chunks=len(item.chunks),
-            terms=sum(len(t) for t in item.terms),
+            terms=sum(item.term_counts),
             context_kind=item.chunks[0].context_kind if item.chunks else "none",
             indexed_at=now,
         )
-    store.flush()
+    ctx.store.flush()
     manifest.save(Path(report.index_dir))  # after the flush: the manifest never runs ahead
-    report.documents_indexed += len(batch)
+    report.documents_indexed += len(finished)
     report.chunks_written += len(points)

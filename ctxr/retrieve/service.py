@@ -20,7 +20,7 @@ from typing import Any
 
 from ctxr.config import FUSIONS, SEARCH_MODES, Settings
 from ctxr.errors import ConfigError
-from ctxr.index import components
+from ctxr.index import components, integrity
 from ctxr.index.bm25.weights import query_vector
 from ctxr.index.embed.base import Embedder
 from ctxr.index.filters import PayloadFilter, parse_filters
@@ -45,6 +45,11 @@ class SearchService:
         self._analyzer = components.make_analyzer(settings)
         self._check_compatible()
         self._store = store_factory.open_store(settings, self.index_dir, self.manifest.settings.dim)
+        try:  # a damaged shard is named now, not by a traceback in the first search
+            integrity.check(self._store, self.manifest, self.index_dir, integrity.OPEN_SAMPLE)
+        except BaseException:
+            self._store.close()
+            raise
         self._rerankers: dict[str, reranking.Reranker] = {}
         self._fusion = FusionParams(settings.rrf_k, settings.weighted_k, settings.fusion_weights)
         self._rerankers_lock = threading.Lock()
@@ -177,6 +182,8 @@ class SearchService:
             if mode in ("hybrid", "bm25"):
                 sparse = query_vector(self._analyzer.terms(query))
                 rankings["bm25"] = self._store.query_sparse(sparse, depth, where)
+            for name, ranking in rankings.items():
+                integrity.check_scores(name, ranking, self.index_dir)
             results.append(rankings)
         return results
 

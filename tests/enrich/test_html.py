@@ -203,3 +203,19 @@ def test_build_index_with_html(tmp_path: Path) -> None:
     assert report.failed == []
     assert report.documents_indexed == 2
     assert report.chunks_written > 2
+
+
+def test_pathological_nesting_is_flattened_before_parsing_its_text_kept() -> None:
+    # 100k nested <div>s took 97 s to parse (the HTML5 tree builder checks the open-element
+    # stack on every tag); below the limit the page reaches the parser untouched.
+    from ctxr.enrich.load.html import MAX_DEPTH, _flatten_deep
+
+    depth = 100_000
+    deep = "<div><b>" * depth + "deep text" + "</b></div>" * depth
+    page = "<body>" + deep + "<p>after</p></body>"
+    flat = _flatten_deep(page)
+    assert flat.count("<div>") == MAX_DEPTH // 2 and flat.count("</div>") == MAX_DEPTH // 2
+    assert flat.count("<b>") == flat.count("</b>") == MAX_DEPTH // 2
+    assert extract_html(page).text == "deep text\n\nafter"
+    normal = "<body>" + "<div>" * 50 + "<p>x</p>" + "</div>" * 50 + "</body>" + "<i>y</i>" * 300
+    assert _flatten_deep(normal) == normal

@@ -346,3 +346,71 @@ def test_a_second_run_on_the_same_index_is_refused_before_it_creates_anything(
     assert not shard_path(tmp_path / "idx").exists()  # the loser created nothing
     report = build_index([docs], settings, embedder=HashEmbedder())  # the lock was released
     assert report.documents_indexed == 1
+
+
+class _Sizes(_Crashing):
+    """Records how many texts each call embeds."""
+
+    def __init__(self, crash_on: int = 0) -> None:
+        super().__init__(crash_on)
+        self.sizes: list[int] = []
+
+    def embed(self, texts: Any) -> Any:
+        out = super().embed(texts)
+        self.sizes.append(len(texts))
+        return out
+
+
+def test_one_large_document_is_written_in_bounded_batches_and_a_kill_loses_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A 50k-row table was one write batch: embedded whole, nothing saved until the end.
+    from ctxr.index.embed.cache import CachedEmbedder
+    from ctxr.pipeline import write as writer
+
+    monkeypatch.setattr(writer, "WRITE_BATCH_CHUNKS", 8)
+    table = tmp_path / "corpus" / "table.md"
+    table.parent.mkdir()
+    rows = "".join(f"| {i} | item {i} with a note about lanterns and tides |\n" for i in range(400))
+    table.write_text("# Stock\n\n| id | note |\n|---|---|\n" + rows)
+    settings = load_settings(index_dir=tmp_path / "idx", cache_dir=tmp_path / "cache",
+                             chunk_tokens=64)  # fmt: skip
+    cache = tmp_path / "cache" / "embeddings"
+    crashing = _Sizes(crash_on=4)
+    with pytest.raises(KeyboardInterrupt):
+        build_index([table.parent], settings, embedder=CachedEmbedder(crashing, cache))
+    assert crashing.sizes == [8, 8, 8]  # three batches embedded, each at most the bound
+    store = EdgeStore.open(shard_path(tmp_path / "idx"))
+    assert store.count() == 24  # and written before the kill; the document is not recorded
+    store.close()
+    assert Manifest.load(tmp_path / "idx").documents == {}
+
+    resumed = _Sizes()
+    report = build_index([table.parent], settings, embedder=CachedEmbedder(resumed, cache))
+    chunks = report.chunks_written
+    assert chunks > 40 and max(resumed.sizes) <= 8
+    assert sum(resumed.sizes) == chunks - 24  # the batches written before the kill cost nothing
+    assert report.points_total == Manifest.load(tmp_path / "idx").chunk_count == chunks
+
+
+def test_a_changed_document_leaves_the_manifest_before_its_points_go(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ctxr.pipeline import write as writer
+
+    monkeypatch.setattr(writer, "WRITE_BATCH_CHUNKS", 4)
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    doc = corpus / "notes.md"
+    doc.write_text("".join(f"# Part {i}\n\nLanterns and tides, part {i}.\n\n" for i in range(12)))
+    settings = _hash_settings(tmp_path)
+    build_index([corpus], settings, embedder=HashEmbedder())
+    doc.write_text(doc.read_text() + "# Part 12\n\nOne more.\n")
+    with pytest.raises(KeyboardInterrupt):
+        build_index([corpus], settings, embedder=_Crashing(crash_on=2))
+    # Killed mid-document: its old points are gone, and the manifest no longer counts them, so
+    # the index opens as sound (the new points written so far are leftovers the next run clears).
+    assert Manifest.load(tmp_path / "idx").documents == {}
+    SearchService(settings, embedder=HashEmbedder()).close()
+    report = build_index([corpus], settings, embedder=HashEmbedder())
+    assert report.points_total == Manifest.load(tmp_path / "idx").chunk_count == 13

@@ -12,6 +12,9 @@ written out as Markdown so that the Markdown splitter's guarantees carry over un
   cut between rows with its header repeated; a table holding headings, ``<pre>`` or another
   table is layout, and its cells are read as ordinary blocks;
 * ``<pre>`` becomes a fenced block (kept whole unless it alone exceeds the budget);
+* elements nested deeper than `MAX_DEPTH` lose their tags, not their text: an HTML5 parser
+  checks the stack of open elements on every tag, so 100k nested ``<div>``s took minutes to
+  parse (quadratic); no real page nests that deep;
 * scripts, styles, navigation, page-level header and footer, asides, forms' controls, hidden
   elements and comments are dropped; entities are decoded; whitespace is collapsed except
   inside ``<pre>``; a paragraph line that would read as Markdown structure is escaped with ``\\``.
@@ -47,6 +50,16 @@ _STRUCTURAL = re.compile(r"^(?:#{1,6}(?:\s|$)|`{3}|~{3}|[-=|: ]+$)")
 _BACKTICKS = re.compile(r"`+")
 _BREAK = "\x00"  # a <br>; source newlines are only whitespace (NUL never survives parsing)
 _LANGUAGE = re.compile(r"(?:^|\s)(?:language|lang)-([\w+#.-]+)")
+MAX_DEPTH = 256
+# Elements whose end tag may not be left out, so counting their tags measures nesting; <p>, <li>
+# and table parts close implicitly and would be counted deeper than they are.
+_NESTING = {
+    "a", "abbr", "article", "aside", "b", "bdi", "bdo", "blockquote", "center", "cite", "code",
+    "del", "details", "dfn", "div", "dl", "em", "fieldset", "figure", "font", "form", "i", "ins",
+    "kbd", "label", "main", "mark", "nobr", "ol", "q", "s", "samp", "section", "small", "span",
+    "strike", "strong", "sub", "sup", "u", "ul", "var",
+}  # fmt: skip
+_TAG = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9-]*)\b[^>]*?(/?)>")
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,9 +255,35 @@ def _walk(root: LexborNode) -> str:
     return writer.text()
 
 
+def _flatten_deep(html: str, limit: int = MAX_DEPTH) -> str:
+    """`html` without the tags of elements nested deeper than `limit` (their text stays)."""
+    if html.count("<") <= limit:
+        return html  # cannot nest that deep: the common case costs one count
+    out: list[str] = []
+    depth = kept = 0
+    for match in _TAG.finditer(html):
+        closing, name, self_closing = match.group(1), match.group(2).lower(), match.group(3)
+        if name not in _NESTING or self_closing:
+            continue
+        if closing:
+            depth = max(depth - 1, 0)
+            if depth >= limit:
+                out.append(html[kept : match.start()])
+                kept = match.end()
+        else:
+            depth += 1
+            if depth > limit:
+                out.append(html[kept : match.start()])
+                kept = match.end()
+    if not out:
+        return html
+    out.append(html[kept:])
+    return " ".join(out)
+
+
 def extract_html(html: str) -> HtmlText:
     """The Markdown-like text of an HTML page and its title; never raises on bad markup."""
-    tree = LexborHTMLParser(html)
+    tree = LexborHTMLParser(_flatten_deep(html))
     title_node = tree.css_first("title")
     title = _collapse(title_node.text()) if title_node is not None else ""
     root = tree.body or tree.root

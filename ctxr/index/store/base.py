@@ -4,12 +4,13 @@ Backends (the embedded `EdgeStore`, `QdrantServerStore` for a Qdrant server or c
 this schema, so the indexer and the retriever never know which one they talk to;
 `ctxr.index.components` picks one from the settings. `optimize()` returns whether it built an
 index (a server builds its own, so there it is a no-op returning False); `flush()` makes
-written points durable before the manifest records them.
+written points durable before the manifest records them. `scan()` reads every stored point
+back, vectors included, for the integrity check (`ctxr.index.integrity`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -38,6 +39,16 @@ class ScoredRecord:
     payload: ChunkPayload
 
 
+@dataclass(frozen=True, slots=True)
+class ScannedPoint:
+    """A point as read back from the store: what the integrity check looks at."""
+
+    point_id: str
+    dense: Sequence[float]
+    sparse: SparseTerms
+    payload: ChunkPayload
+
+
 class Store(Protocol):
     def upsert(self, points: Sequence[StoredPoint]) -> None: ...
 
@@ -57,6 +68,10 @@ class Store(Protocol):
 
     def document_points(self, doc_id: str) -> list[ScoredRecord]:
         """Every point of one document, in chunk order (payload `index`); score 0.0."""
+        ...
+
+    def scan(self, limit: int | None = None) -> Iterator[list[ScannedPoint]]:
+        """Pages of stored points with their vectors, at most `limit` points in all."""
         ...
 
     def optimize(self) -> bool: ...

@@ -3,33 +3,51 @@
 Dense vectors use cosine distance; the BM25 sparse vector carries our term weights and Qdrant's
 IDF modifier supplies the IDF, computed over the live points at query time, so deletions and
 additions keep IDF exact without re-weighting stored points.
+
+The binding raises plain exceptions; a read or write that fails on a shard that opened is damage
+on disk (a truncated vector file, a garbled payload page), so each call turns them into an
+`IndexCorruptError` that names the index directory and the fix, never a traceback.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, cast
 
 import qdrant_edge as qe
 
-from ctxr.errors import IndexError_
+from ctxr.errors import CtxrError, IndexError_
 from ctxr.index.bm25.weights import SparseTerms
 from ctxr.index.filters import AllOf, AnyOf, Condition, PayloadFilter, Range, match_values
+from ctxr.index.integrity import corrupt
 from ctxr.index.payload import KEYWORD_FIELDS, ChunkPayload
 from ctxr.index.store.base import (
     DENSE_VECTOR,
     SCROLL_PAGE,
     SPARSE_VECTOR,
+    ScannedPoint,
     ScoredRecord,
     StoredPoint,
 )
 
 
 class EdgeStore:
-    def __init__(self, shard: Any, hnsw_ef: int = 256) -> None:
+    def __init__(self, shard: Any, hnsw_ef: int = 256, path: Path | None = None) -> None:
         self._shard = shard
         self._params = qe.SearchParams(hnsw_ef=hnsw_ef)
+        self._index_dir = path.parent if path is not None else Path("?")
+
+    @contextmanager
+    def _guarded(self, action: str) -> Iterator[None]:
+        try:
+            yield
+        except CtxrError:
+            raise
+        except Exception as exc:
+            lines = str(exc).strip().splitlines() or [type(exc).__name__]
+            raise corrupt(self._index_dir, f"{action} failed: {lines[0][:300]}") from exc
 
     @classmethod
     def create(cls, path: Path, dim: int, hnsw_ef: int = 256) -> EdgeStore:
@@ -47,7 +65,7 @@ class EdgeStore:
             ) from exc
         for field in KEYWORD_FIELDS:
             shard.update(qe.UpdateOperation.create_field_index(field, qe.PayloadSchemaType.Keyword))
-        return cls(shard, hnsw_ef)
+        return cls(shard, hnsw_ef, path)
 
     @classmethod
     def open(cls, path: Path, hnsw_ef: int = 256) -> EdgeStore:
@@ -60,11 +78,10 @@ class EdgeStore:
                     f"the index at {path.parent} is in use by another ctxr process (a running "
                     "`ctxr index` or `ctxr serve`); wait for it to finish or stop it, then retry"
                 ) from exc
-            raise IndexError_(
-                f"cannot open the Qdrant shard at {path}: {exc}; "
-                "re-index with --rebuild to recreate it"
-            ) from exc
-        return cls(shard, hnsw_ef)
+            lines = str(exc).strip().splitlines() or [type(exc).__name__]
+            what = f"its Qdrant shard cannot be opened: {lines[0][:300]}"
+            raise corrupt(path.parent, what) from exc
+        return cls(shard, hnsw_ef, path)
 
     def upsert(self, points: Sequence[StoredPoint]) -> None:
         if not points:
@@ -80,13 +97,15 @@ class EdgeStore:
             )
             for p in points
         ]
-        self._shard.update(qe.UpdateOperation.upsert_points(edge_points))
+        with self._guarded("writing points"):
+            self._shard.update(qe.UpdateOperation.upsert_points(edge_points))
 
     def delete_documents(self, doc_ids: Sequence[str]) -> None:
         if not doc_ids:
             return
         match = qe.FieldCondition("doc_id", match=qe.MatchAny(list(doc_ids)))
-        self._shard.update(qe.UpdateOperation.delete_points_by_filter(qe.Filter(must=[match])))
+        with self._guarded("deleting points"):
+            self._shard.update(qe.UpdateOperation.delete_points_by_filter(qe.Filter(must=[match])))
 
     def query_dense(
         self, vector: Sequence[float], limit: int, where: PayloadFilter | None = None
@@ -111,13 +130,15 @@ class EdgeStore:
             with_vector=False,
             params=self._params,
         )
-        return [
-            ScoredRecord(str(p.id), float(p.score), _payload(p.payload))
-            for p in self._shard.query(request)
-        ]
+        with self._guarded("a search"):
+            return [
+                ScoredRecord(str(p.id), float(p.score), _payload(p.payload))
+                for p in self._shard.query(request)
+            ]
 
     def count(self) -> int:
-        return int(self._shard.count(qe.CountRequest(exact=True)))
+        with self._guarded("counting points"):
+            return int(self._shard.count(qe.CountRequest(exact=True)))
 
     def document_points(self, doc_id: str) -> list[ScoredRecord]:
         match = qe.Filter(must=[qe.FieldCondition("doc_id", match=qe.MatchValue(doc_id))])
@@ -127,17 +148,36 @@ class EdgeStore:
             request = qe.ScrollRequest(
                 offset=offset, limit=SCROLL_PAGE, filter=match, with_payload=True, with_vector=False
             )
-            page, offset = self._shard.scroll(request)
+            with self._guarded("reading a document"):
+                page, offset = self._shard.scroll(request)
             records.extend(ScoredRecord(str(p.id), 0.0, _payload(p.payload)) for p in page)
             if offset is None:
                 break
         return sorted(records, key=lambda r: int(r.payload.get("index", 0)))
 
+    def scan(self, limit: int | None = None) -> Iterator[list[ScannedPoint]]:
+        offset: Any = None
+        left = limit
+        while left is None or left > 0:
+            size = SCROLL_PAGE if left is None else min(SCROLL_PAGE, left)
+            request = qe.ScrollRequest(
+                offset=offset, limit=size, with_payload=True, with_vector=True
+            )
+            with self._guarded("reading points"):
+                page, offset = self._shard.scroll(request)
+                points = [_scanned(p) for p in page]
+            yield points
+            left = None if left is None else left - len(points)
+            if offset is None or not points:
+                break
+
     def optimize(self) -> bool:
-        return bool(self._shard.optimize())
+        with self._guarded("building the HNSW index"):
+            return bool(self._shard.optimize())
 
     def flush(self) -> None:
-        self._shard.flush()
+        with self._guarded("flushing"):
+            self._shard.flush()
 
     def close(self) -> None:
         self._shard.close()
@@ -161,6 +201,17 @@ def edge_filter(spec: PayloadFilter | None) -> Any:
         return qe.FieldCondition(c.key, match=qe.MatchAny(match_values(c)))
 
     return condition(spec)
+
+
+def _scanned(point: Any) -> ScannedPoint:
+    vectors = point.vector or {}
+    sparse = vectors.get(SPARSE_VECTOR)
+    return ScannedPoint(
+        str(point.id),
+        list(vectors.get(DENSE_VECTOR) or []),
+        SparseTerms(list(sparse.indices), list(sparse.values)) if sparse else SparseTerms([], []),
+        _payload(point.payload),
+    )
 
 
 def _payload(stored: dict[str, Any] | None) -> ChunkPayload:

@@ -31,6 +31,7 @@ from ctxr.index.store.base import (
     DENSE_VECTOR,
     SCROLL_PAGE,
     SPARSE_VECTOR,
+    ScannedPoint,
     ScoredRecord,
     StoredPoint,
 )
@@ -289,6 +290,21 @@ class QdrantServerStore:
                     break
         return sorted(records, key=lambda r: int(r.payload.get("index", 0)))
 
+    def scan(self, limit: int | None = None) -> Iterator[list[ScannedPoint]]:
+        offset: Any = None
+        left = limit
+        while left is None or left > 0:
+            size = SCROLL_PAGE if left is None else min(SCROLL_PAGE, left)
+            with self._errors("reading points from"):
+                page, offset = self._client.scroll(
+                    self._collection, limit=size, offset=offset, with_payload=True,
+                    with_vectors=True,
+                )  # fmt: skip
+            yield [_scanned(p.id, p.vector, p.payload) for p in page]
+            left = None if left is None else left - len(page)
+            if offset is None or not page:
+                break
+
     def optimize(self) -> bool:
         return False  # a server optimises (builds HNSW) in the background by itself
 
@@ -318,6 +334,17 @@ def client_filter(spec: PayloadFilter | None) -> models.Filter | None:
         return models.FieldCondition(key=c.key, match=models.MatchAny(any=match_values(c)))
 
     return models.Filter(must=[condition(x) for x in spec.conditions])
+
+
+def _scanned(point_id: Any, vectors: Any, payload: dict[str, Any] | None) -> ScannedPoint:
+    vectors = vectors if isinstance(vectors, dict) else {}
+    sparse = vectors.get(SPARSE_VECTOR)
+    return ScannedPoint(
+        str(point_id),
+        list(vectors.get(DENSE_VECTOR) or []),
+        SparseTerms(list(sparse.indices), list(sparse.values)) if sparse else SparseTerms([], []),
+        _payload(payload),
+    )
 
 
 def _payload(stored: dict[str, Any] | None) -> ChunkPayload:
