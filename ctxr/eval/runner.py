@@ -114,7 +114,8 @@ def to_documents(dataset: EvalDataset, kind: DatasetKind) -> list[Document]:
             source = f"{dataset.name}/{d.doc_id}"
         else:
             text, source = d.text, d.title
-        docs.append(Document(d.doc_id, source, text, doc_kind, d.title or source, text_hash(text)))
+        title = d.title or source
+        docs.append(Document(d.doc_id, source, text, doc_kind, title, text_hash(text), d.language))
     return docs
 
 
