@@ -61,8 +61,17 @@ def default_chunker(settings: Settings, embedder: Embedder | None = None) -> Chu
     size = embedded_size(embedder.count_tokens)
     limit = embedder.max_tokens - settings.context_reserve_tokens
 
+    def fits(text: str) -> bool:
+        return embedder.count_tokens(text) <= limit
+
+    structure = settings.chunking == "structure"
+
     def capped(doc: Document) -> list[Chunk]:
-        chunks = split(doc, max_tokens=settings.chunk_tokens_for(doc.kind))
+        budget = settings.chunk_tokens_for(doc.kind)
+        if structure:  # the code splitter sizes its chunks to the embedder itself
+            chunks = split(doc, max_tokens=budget, fits=fits)
+        else:
+            chunks = split(doc, max_tokens=budget)
         return cap_chunks(doc, chunks, size, limit, encoding=settings.encoding).chunks
 
     return capped
