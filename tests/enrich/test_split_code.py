@@ -482,3 +482,24 @@ def test_the_projects_own_sources_split_cleanly() -> None:
         chunks = split_document(doc, max_tokens=256)
         check_invariants(doc, chunks, 256)
         assert all(c.prefix not in c.text for c in chunks if c.prefix)
+
+
+def test_file_head_is_told_what_the_file_defines() -> None:
+    # A head of package line, imports and licence says nothing of the class below it; its
+    # prefix names the definitions that follow, so "which package holds X?" can find it.
+    imports = "".join(f"import com.example.util.Helper{i};\n" for i in range(14))
+    body = "".join(
+        f"    public int method{i}(int value) {{\n        return value * {i} + offset;\n    }}\n\n"
+        for i in range(10)
+    )
+    text = (
+        "/* Copyright 2020 Example Corp. Licensed under the Apache License. */\n"
+        f"package com.example.hash;\n\n{imports}\n"
+        f"/** Thrown on bad input. */\npublic class BadParametersException {{\n{body}}}\n"
+    )
+    doc = make_code(text, "java", "BadParametersException.java")
+    chunks = split_document(doc, max_tokens=96)
+    check_invariants(doc, chunks, 96)
+    head = chunks[0]
+    assert "package com.example.hash;" in head.text and "class Bad" not in head.text
+    assert head.prefix.endswith("public class BadParametersException {")

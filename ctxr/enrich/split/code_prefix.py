@@ -16,7 +16,8 @@ longer reads, so it is kept small and relevant:
   taken whole or not at all.
 
 The parts are joined imports first, then signatures from the outermost in, so the prefix
-reads like the top of the file.
+reads like the top of the file. A chunk that holds the file's head gets ``outline`` instead:
+the first lines of the definitions that follow it, in order, while the budget lasts.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-__all__ = ["ImportLine", "build_prefix", "signature_line"]
+__all__ = ["ImportLine", "Prefixes", "build_prefix", "signature_line"]
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Words of import syntax and package roots that name nothing a chunk would use.
@@ -53,6 +54,43 @@ class ImportLine:
         return cls(text, frozenset(_IDENTIFIER.findall(text)) - _NOT_NAMES)
 
 
+class Prefixes:
+    """The prefixes of one file's chunks: its imports, its top-level definitions, a cache."""
+
+    def __init__(self, text: str, budget: int, count: Callable[[str], int]) -> None:
+        self.text = text
+        self.budget = budget
+        self.count = count
+        self.imports: list[ImportLine] = []
+        self.import_span = (0, 0)
+        self.outline: list[tuple[int, int]] = []  # spans of the top-level definitions
+        self._cache: dict[tuple[int, int, tuple[tuple[int, str], ...]], str] = {}
+
+    def of(self, start: int, end: int, chain: tuple[tuple[int, str], ...]) -> str:
+        """The prefix of ``text[start:end]`` inside the definitions ``chain`` (start, signature)."""
+        key = (start, end, chain)
+        cached = self._cache.get(key)
+        if cached is not None:
+            return cached
+        i_start, i_end = self.import_span
+        holds_imports = start < i_end and i_start < end
+        outline = (
+            [self.text[s:e] for s, e in self.outline if s >= end]
+            if holds_imports and not chain
+            else []
+        )
+        prefix = build_prefix(
+            self.text[start:end],
+            [] if holds_imports else self.imports,
+            [sig for s, sig in chain if s < start],
+            self.budget,
+            self.count,
+            outline=outline,
+        )
+        self._cache[key] = prefix
+        return prefix
+
+
 def signature_line(signature: str) -> str:
     """A definition's signature cut to its first line of code (the line that names it)."""
     lines = [line.strip() for line in signature.splitlines() if line.strip()]
@@ -71,9 +109,11 @@ def build_prefix(
     signatures: Sequence[str],
     budget: int,
     count: Callable[[str], int],
+    *,
+    outline: Sequence[str] = (),
 ) -> str:
     """The prefix of a chunk: used imports and its enclosing signatures within ``budget``."""
-    if budget <= 0 or not (imports or signatures):
+    if budget <= 0 or not (imports or signatures or outline):
         return ""
     total = 0
     chosen_signatures: list[str] = []
@@ -99,8 +139,18 @@ def build_prefix(
             continue  # a shorter import further down may still fit
         chosen_imports.append(statement.text)
         total += cost
+    chosen_outline: list[str] = []
+    for definition in outline:  # what the file defines next, in order, while room is left
+        line = signature_line(definition)
+        cost = count(line) + 1
+        if not line or total + cost > budget:
+            break
+        chosen_outline.append(line)
+        total += cost
     parts = ["\n".join(chosen_imports)] if chosen_imports else []
     parts.extend(chosen_signatures)
+    if chosen_outline:
+        parts.append("\n".join(chosen_outline))
     return "\n\n".join(parts)
 
 
