@@ -102,10 +102,10 @@ class Settings(BaseSettings):
     embedding_dimensions: int | None = Field(
         None, ge=1, description="shortened vectors (-3 models)"
     )
-    # The local MiniLM reads identifiers as words (parseHTTPResponse -> parse HTTP Response):
-    # +3.4 dense Pass@5 on the code set (ctxr.index.embed.identifiers, docs/EVALUATION.md).
+    # Code is embedded with its identifiers as words (parseHTTPResponse -> parse HTTP
+    # Response), and so are the queries of an index holding such code (identifiers module).
     split_identifiers: bool = Field(
-        True, description="local embedder: embed camelCase/snake_case identifiers as words"
+        True, description="embed code's camelCase/snake_case identifiers as words"
     )
     embedding_requests_per_minute: float | None = Field(None, gt=0)
     embedding_tokens_per_minute: float | None = Field(None, gt=0)

@@ -45,7 +45,6 @@ from ctxr.eval.rows import (
 )
 from ctxr.index import components
 from ctxr.index.embed.base import Embedder
-from ctxr.index.embed.identifiers import NAME_SUFFIX
 from ctxr.index.embed.onnx import MODEL_NAME
 from ctxr.pipeline.build import index_documents
 from ctxr.pipeline.chunking import Chunker
@@ -297,14 +296,10 @@ def _row_settings(
         "candidates": pool,
         "fusion": fusion,
         "rrf_k": settings.rrf_k if fusion == "rrf" else None,
-        "embedder": _embedder_name(settings) if row.mode != "bm25" else None,
+        "embedder": MODEL_NAME if row.mode != "bm25" else None,
+        "split_identifiers": settings.split_identifiers if row.mode != "bm25" else None,
         "analyzer": components.make_analyzer(settings).name if row.mode != "dense" else None,
         "bm25_k1": settings.bm25_k1,
         "bm25_b": settings.bm25_b,
         "doc_rank": "best chunk" if kind == "beir" else None,
     }
-
-
-def _embedder_name(settings: Settings) -> str:
-    """The name the eval's (local) embedder records, without loading it."""
-    return MODEL_NAME + (NAME_SUFFIX if settings.split_identifiers else "")

@@ -15,7 +15,6 @@ from ctxr.index.bm25.analyzer import Bm25Analyzer
 from ctxr.index.bm25.weights import Bm25Params
 from ctxr.index.embed.base import Embedder
 from ctxr.index.embed.cache import CachedEmbedder
-from ctxr.index.embed.identifiers import IdentifierSplitting
 from ctxr.index.embed.onnx import OnnxEmbedder
 from ctxr.index.manifest import IndexSettings
 
@@ -44,12 +43,9 @@ def make_embedder(settings: Settings, cached: bool = False) -> Embedder:
         embedder = OnnxEmbedder(
             batch_size=settings.embed_batch_size, threads=settings.embed_threads
         )
-    if cached:
-        embedder = CachedEmbedder(embedder, cache_dir(settings) / "embeddings")
-    if settings.embedder == "local" and settings.split_identifiers:
-        # Outside the cache, so that the cache keys on the text the model actually reads.
-        embedder = IdentifierSplitting(embedder)
-    return embedder
+    if not cached:
+        return embedder
+    return CachedEmbedder(embedder, cache_dir(settings) / "embeddings")
 
 
 def cache_dir(settings: Settings) -> Path:

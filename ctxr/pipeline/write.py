@@ -15,6 +15,7 @@ from ctxr.enrich.situate.contexts import fit_context
 from ctxr.index import components
 from ctxr.index.bm25.weights import Bm25Params, document_vector
 from ctxr.index.embed.base import Embedder
+from ctxr.index.embed.identifiers import dense_text, split_counter, splits
 from ctxr.index.manifest import DocumentEntry, Manifest
 from ctxr.index.payload import chunk_payload
 from ctxr.index.store.base import Store, StoredPoint
@@ -55,16 +56,21 @@ def write(
     avg_len = (sum(e.terms for e in kept) + sum(new_terms)) / max(total_chunks, 1)
     params = components.bm25_params(settings)
     first = settings.context_position == "before"
+    split = settings.split_identifiers
     progress.start("embeddings", len(new_terms))
     batch: list[Prepared] = []
     for item in prepared:
         batch.append(item)
         if sum(len(p.chunks) for p in batch) >= WRITE_BATCH_CHUNKS:
-            _write_batch(batch, manifest, store, embedder, avg_len, params, recipe, report, first)
+            _write_batch(
+                batch, manifest, store, embedder, avg_len, params, recipe, report, first, split
+            )
             progress.advance("embeddings", sum(len(p.chunks) for p in batch))
             batch = []
     if batch:
-        _write_batch(batch, manifest, store, embedder, avg_len, params, recipe, report, first)
+        _write_batch(
+            batch, manifest, store, embedder, avg_len, params, recipe, report, first, split
+        )
         progress.advance("embeddings", sum(len(p.chunks) for p in batch))
     if report.chunks_truncated:
         report.notices.append(
@@ -85,14 +91,19 @@ def _write_batch(
     recipe: str,
     report: IndexReport,
     context_first: bool,
+    split_identifiers: bool,
 ) -> None:
     # BM25 reads the whole context; the embedder reads only max_tokens, so there a long
     # context is trimmed at a sentence boundary rather than pushing the chunk's tail out.
-    count_tokens = embedder.count_tokens
-    to_embed = [fit_context(c, count_tokens, embedder.max_tokens) for p in batch for c in p.chunks]
-    texts = [c.indexed_text(context_first=context_first) for c in to_embed]
+    texts: list[str] = []
+    for item in batch:
+        split = splits(item.document.kind, split_identifiers)
+        count = split_counter(embedder.count_tokens, split)
+        for c in item.chunks:
+            fitted = fit_context(c, count, embedder.max_tokens)
+            texts.append(dense_text(fitted.indexed_text(context_first=context_first), split))
     vectors = embedder.embed(texts)
-    report.chunks_truncated += sum(count_tokens(t) > embedder.max_tokens for t in texts)
+    report.chunks_truncated += sum(embedder.count_tokens(t) > embedder.max_tokens for t in texts)
     points: list[StoredPoint] = []
     row = 0
     for item in batch:
@@ -118,6 +129,7 @@ def _write_batch(
             chunks=len(item.chunks),
             terms=sum(len(t) for t in item.terms),
             context_kind=item.chunks[0].context_kind if item.chunks else "none",
+            split_identifiers=splits(item.document.kind, split_identifiers),
             indexed_at=now,
         )
     store.flush()

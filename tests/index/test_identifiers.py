@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
-from fakes.hash_embedder import HashEmbedder
 
-from ctxr.config import load_settings
-from ctxr.index import components
-from ctxr.index.embed.identifiers import NAME_SUFFIX, IdentifierSplitting, split_identifiers
+from ctxr.index.embed.identifiers import dense_text, split_counter, split_identifiers, splits
 
 
 @pytest.mark.parametrize(
@@ -20,12 +16,10 @@ from ctxr.index.embed.identifiers import NAME_SUFFIX, IdentifierSplitting, split
         ("observe_stdout(buf)", "observe stdout(buf)"),
         ("base64Encode", "base64 Encode"),
         ("MAX_TOKENS", "MAX TOKENS"),
-        # Prose and short mixed-case words stay as they are.
-        (
-            "mRNA levels in iPhone users at NASA, Paris",
-            "mRNA levels in iPhone users at NASA, Paris",
-        ),
-        ("getX and __init__ and _private", "getX and __init__ and _private"),
+        # Prose, and the mixed-case terms of biology, stay as they are.
+        ("mRNA and miRNAs in iPhone users at NASA", "mRNA and miRNAs in iPhone users at NASA"),
+        ("HbA1c in HeLa cells, PBMCs and SINEs", "HbA1c in HeLa cells, PBMCs and SINEs"),
+        ("getX and isOpen and __init__ and _private", "getX and isOpen and __init__ and _private"),
         ("", ""),
     ],
 )
@@ -33,23 +27,15 @@ def test_split_identifiers(text: str, expected: str) -> None:
     assert split_identifiers(text) == expected
 
 
-def test_wrapper_embeds_and_counts_the_split_text() -> None:
-    inner = HashEmbedder()
-    wrapped = IdentifierSplitting(inner)
-    assert wrapped.name == inner.name + NAME_SUFFIX  # an unsplit index is refused, not mixed
-    assert (wrapped.dim, wrapped.max_tokens) == (inner.dim, inner.max_tokens)
-    texts = ["fn parseHttpResponse(raw_bytes)", "plain words"]
-    np.testing.assert_array_equal(
-        wrapped.embed(texts), inner.embed([split_identifiers(t) for t in texts])
-    )
-    assert wrapped.count_tokens(texts[0]) == inner.count_tokens(split_identifiers(texts[0]))
+def test_only_code_is_split_and_only_when_enabled() -> None:
+    assert splits("code", True)
+    assert not splits("code", False)
+    assert not any(splits(kind, True) for kind in ("markdown", "text", "html", "pdf"))
+    assert dense_text("fooBarBaz", True) == "foo Bar Baz"
+    assert dense_text("fooBarBaz", False) == "fooBarBaz"
 
 
-def test_the_local_embedder_splits_by_default_and_can_be_told_not_to() -> None:
-    on = components.make_embedder(load_settings())
-    off = components.make_embedder(load_settings(split_identifiers=False))
-    assert isinstance(on, IdentifierSplitting) and not isinstance(off, IdentifierSplitting)
-    assert on.name == off.name + NAME_SUFFIX
-    # Fewer word pieces for the same code: more of a chunk fits the model's input.
-    code = "let observersTuple = self.primaryExecutor.observers_mut();"
-    assert on.count_tokens(code) < off.count_tokens(code)
+def test_counter_counts_the_split_text() -> None:
+    words = split_counter(lambda text: len(text.split()), True)
+    assert words("parseHttpResponse(raw_bytes)") == 4  # parse Http Response(raw bytes)
+    assert split_counter(len, False) is len

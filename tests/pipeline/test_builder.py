@@ -41,7 +41,7 @@ def test_examples_report(examples_index: BuiltIndex) -> None:
     assert report.points_total == report.chunks_written > 10
     manifest = Manifest.load(examples_index.index_dir)
     assert manifest.chunk_count == report.points_total
-    assert manifest.settings.embedder == "onnx:all-MiniLM-L6-v2-int8+split-identifiers"
+    assert manifest.settings.embedder == "onnx:all-MiniLM-L6-v2-int8"
     assert manifest.settings.dim == 384
     assert all(source.startswith("examples/") for source in manifest.documents)
 
