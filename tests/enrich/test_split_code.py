@@ -307,7 +307,7 @@ def test_prefix_share_is_bounded() -> None:
     doc = make_code(text, "python", "engine.py")
     for budget in (64, 200):
         for chunk in split_document(doc, max_tokens=budget):
-            assert count_tokens(chunk.prefix) <= max(16, budget // 8)
+            assert count_tokens(chunk.prefix) <= max(16, budget // 16)
 
 
 def test_whole_small_file_is_one_chunk_without_prefix() -> None:
