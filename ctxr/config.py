@@ -110,6 +110,11 @@ class Settings(BaseSettings):
     embedding_dimensions: int | None = Field(
         None, ge=1, description="shortened vectors (-3 models)"
     )
+    # Code is embedded with its identifiers as words (parseHTTPResponse -> parse HTTP
+    # Response), and so are the queries of an index holding such code (identifiers module).
+    split_identifiers: bool = Field(
+        True, description="embed code's camelCase/snake_case identifiers as words"
+    )
     embedding_requests_per_minute: float | None = Field(None, gt=0)
     embedding_tokens_per_minute: float | None = Field(None, gt=0)
     bm25_k1: float = Field(1.2, gt=0)

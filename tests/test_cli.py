@@ -42,6 +42,10 @@ def test_index_json_report(
     assert report["points_total"] == report["chunks_written"] == examples_index.report.points_total
     assert report["skipped"] == [] and report["failed"] == []
     assert isinstance(report["seconds"], float)
+    sizes = report["chunk_sizes"]  # per kind, over the chunks written
+    assert {"markdown", "code"} <= set(sizes)
+    assert sum(s["chunks"] for s in sizes.values()) == report["chunks_written"]
+    assert all(s["min"] <= s["median"] <= s["max"] for s in sizes.values())
 
     again = run("index", "examples", "--index", tmp_path / "idx", "--json")
     assert again.exit_code == 0, again.output

@@ -79,3 +79,18 @@ def test_bad_file_is_one_line_error(tmp_path: Path) -> None:
     result = run(path)
     assert result.exit_code == 2
     assert "OCR it first" in result.output
+
+
+def test_several_files_report_sizes_per_kind() -> None:
+    code = ROOT / "examples" / "lumen" / "thumbnails.py"
+    result = run(EXAMPLE, code, "--json", "--max-tokens", "120")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert [f["kind"] for f in data["files"]] == ["markdown", "code"]
+    for kind, file in zip(("markdown", "code"), data["files"], strict=True):
+        assert data["sizes"][kind]["chunks"] == len(file["chunks"])
+        assert data["sizes"][kind]["max"] == max(c["tokens"] for c in file["chunks"])
+    one = json.loads(run(code, "--json").output)
+    assert one["sizes"]["code"]["chunks"] == len(one["chunks"])
+    table = run(EXAMPLE, code, "--max-tokens", "120")
+    assert "markdown chunk tokens:" in table.output and "code chunk tokens:" in table.output

@@ -30,6 +30,8 @@ def print_index_summary(report: IndexReport) -> None:
     table.add_row("documents unchanged", str(report.documents_unchanged))
     table.add_row("documents removed", str(report.documents_removed))
     table.add_row("chunks written", str(report.chunks_written))
+    for kind, sizes in report.chunk_sizes.items():
+        table.add_row(f"  {kind} chunk tokens", size_line(sizes))
     table.add_row("points in index", str(report.points_total))
     table.add_row("contexts", report.context_kind)
     if report.contexts:
@@ -118,6 +120,16 @@ def split_json(doc: Document, chunks: list[Chunk], budget: int) -> dict[str, Any
             for c in chunks
         ],
     }
+
+
+def size_line(sizes: dict[str, object]) -> str:
+    """One kind's chunk-size distribution (``ctxr.pipeline.chunk_sizes.summary``) on a line."""
+    under = sizes["share_under_40"]
+    share = f"{under:.0%}" if isinstance(under, float) else str(under)
+    return (
+        f"{sizes['chunks']} chunks, median {sizes['median']} (p10 {sizes['p10']}, "
+        f"p90 {sizes['p90']}, max {sizes['max']}), {share} under 40"
+    )
 
 
 def print_split(doc: Document, chunks: list[Chunk], budget: int) -> None:

@@ -20,10 +20,11 @@ import gzip
 import json
 import os
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from ctxr.enrich.load.documents import kind_of
 from ctxr.errors import DatasetError
 
 DATA_DIR_ENV = "CTXR_DATA_DIR"
@@ -67,6 +68,7 @@ class EvalDocument:
     title: str
     text: str
     chunks: tuple[GivenChunk, ...] = ()
+    language: str | None = None  # a code file's language, when the set says which
 
 
 @dataclass(frozen=True)
@@ -205,9 +207,11 @@ def load_anthropic_codebase(path: Path) -> EvalDataset:
     )
     known = {c.chunk_key for d in documents for c in d.chunks}
     queries: list[EvalQuery] = []
+    languages: dict[str, str] = {}
     for lineno, obj in _jsonl(queries_path):
         where = f"{queries_path}:{lineno}"
         text = _field(obj, "query", str, where)
+        languages.update(_languages(obj))
         qrels: dict[str, int] = {}
         for pair in _field(obj, "golden_chunk_uuids", list, where):
             ok = isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str)
@@ -218,7 +222,24 @@ def load_anthropic_codebase(path: Path) -> EvalDataset:
                 raise DatasetError(f"{where}: golden chunk {key} is not in {chunks_path.name}")
             qrels[key] = 1
         queries.append(EvalQuery(query_id=f"q{lineno}", text=text, qrels=qrels))
+    documents = tuple(replace(d, language=languages.get(d.doc_id)) for d in documents)
     return EvalDataset(name="anthropic-codebase", documents=documents, queries=tuple(queries))
+
+
+def _languages(query: Mapping[str, Any]) -> dict[str, str]:
+    """Document uuid -> language, from the suffix of the file paths in a query's metadata.
+
+    Only the language is taken, never the path: a path would name the very documents that
+    the query asks about, while a suffix says only how to parse the file, as on disk."""
+    found: dict[str, str] = {}
+    for golden in query.get("golden_documents") or ():
+        meta = golden.get("meta") if isinstance(golden, dict) else None
+        path = meta.get("relative_path") if isinstance(meta, dict) else None
+        if isinstance(path, str) and isinstance(golden.get("uuid"), str):
+            kind, language = kind_of(Path(path))
+            if kind == "code" and language is not None:
+                found[golden["uuid"]] = language
+    return found
 
 
 def _load_qrels(path: Path) -> dict[str, dict[str, int]]:

@@ -114,7 +114,8 @@ def to_documents(dataset: EvalDataset, kind: DatasetKind) -> list[Document]:
             source = f"{dataset.name}/{d.doc_id}"
         else:
             text, source = d.text, d.title
-        docs.append(Document(d.doc_id, source, text, doc_kind, d.title or source, text_hash(text)))
+        title = d.title or source
+        docs.append(Document(d.doc_id, source, text, doc_kind, title, text_hash(text), d.language))
     return docs
 
 
@@ -296,6 +297,7 @@ def _row_settings(
         "fusion": fusion,
         "rrf_k": settings.rrf_k if fusion == "rrf" else None,
         "embedder": MODEL_NAME if row.mode != "bm25" else None,
+        "split_identifiers": settings.split_identifiers if row.mode != "bm25" else None,
         "analyzer": components.make_analyzer(settings).name if row.mode != "dense" else None,
         "bm25_k1": settings.bm25_k1,
         "bm25_b": settings.bm25_b,

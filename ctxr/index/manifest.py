@@ -47,6 +47,9 @@ class DocumentEntry:
     terms: int
     context_kind: str
     indexed_at: str
+    # Embedded with its identifiers split (`ctxr.index.embed.identifiers`): queries of an
+    # index holding such a document are split too. Absent in manifests written before it.
+    split_identifiers: bool = False
 
 
 @dataclass(slots=True)

@@ -23,6 +23,7 @@ from ctxr.index.manifest import MANIFEST_NAME, Manifest
 from ctxr.index.run_lock import index_lock
 from ctxr.index.store import factory as store_factory
 from ctxr.index.store.base import Store
+from ctxr.pipeline.chunk_sizes import ChunkSizes
 from ctxr.pipeline.chunking import Chunker, default_chunker
 from ctxr.pipeline.collect import load_paths
 from ctxr.pipeline.recipe import document_recipe
@@ -255,9 +256,13 @@ def _prepare(
 ) -> list[Prepared]:
     progress.start("chunks", len(documents))
     pairs = []
+    sizes = ChunkSizes()
     for document in documents:
-        pairs.append((document, chunker(document)))
+        chunks = chunker(document)
+        pairs.append((document, chunks))
+        sizes.add(document.kind, chunks)
         progress.advance("chunks")
+    report.chunk_sizes = sizes.to_json()
     index_dir = Path(settings.index_dir)
     run = situate_all(pairs, settings, plan, index_dir, components.cache_dir(settings), progress)
     report.contexts = run.ledger

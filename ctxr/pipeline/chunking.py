@@ -13,6 +13,7 @@ from ctxr.enrich.split.parent import split_parent_child
 from ctxr.enrich.split.semantic import split_semantic
 from ctxr.index import components
 from ctxr.index.embed.base import Embedder, FloatMatrix
+from ctxr.index.embed.identifiers import split_counter, splits
 from ctxr.types import Chunk, Document
 
 
@@ -58,12 +59,20 @@ def default_chunker(settings: Settings, embedder: Embedder | None = None) -> Chu
             return split(doc, max_tokens=settings.chunk_tokens_for(doc.kind))
 
         return chunker
-    size = embedded_size(embedder.count_tokens)
     limit = embedder.max_tokens - settings.context_reserve_tokens
+    structure = settings.chunking == "structure"
 
     def capped(doc: Document) -> list[Chunk]:
-        chunks = split(doc, max_tokens=settings.chunk_tokens_for(doc.kind))
-        return cap_chunks(doc, chunks, size, limit, encoding=settings.encoding).chunks
+        # Counted on the text the embedder will read (identifiers split, for code).
+        count = split_counter(embedder.count_tokens, splits(doc.kind, settings.split_identifiers))
+        budget = settings.chunk_tokens_for(doc.kind)
+        if structure:  # the code splitter sizes its chunks to the embedder itself
+            chunks = split(doc, max_tokens=budget, fits=lambda text: count(text) <= limit)
+        else:
+            chunks = split(doc, max_tokens=budget)
+        return cap_chunks(
+            doc, chunks, embedded_size(count), limit, encoding=settings.encoding
+        ).chunks
 
     return capped
 

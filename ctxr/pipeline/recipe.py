@@ -35,4 +35,6 @@ def document_recipe(settings: Settings, plan: ContextPlan, chunker_name: str) ->
         shape["context_reserve_tokens"] = settings.context_reserve_tokens
     if not settings.cap_to_embedder:
         shape["cap_to_embedder"] = False
+    if not settings.split_identifiers:
+        shape["split_identifiers"] = False
     return hashlib.sha256(json.dumps(shape, sort_keys=True).encode()).hexdigest()[:16]

@@ -25,6 +25,8 @@ class IndexReport:
     contexts: LedgerSummary | None = None  # the LLM ledger's summary, when one ran
     seconds: float = 0.0
     optimize_seconds: float = 0.0  # building the HNSW index after the run (0 when skipped)
+    # Token counts of the chunks written this run, per kind (see `ctxr.pipeline.chunk_sizes`).
+    chunk_sizes: dict[str, dict[str, object]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, object]:
         body = asdict(self)

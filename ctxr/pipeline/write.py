@@ -25,6 +25,7 @@ from ctxr.index import components
 from ctxr.index.bm25.analyzer import Bm25Analyzer
 from ctxr.index.bm25.weights import Bm25Params, document_vector
 from ctxr.index.embed.base import Embedder
+from ctxr.index.embed.identifiers import dense_text, split_counter, splits
 from ctxr.index.manifest import DocumentEntry, Manifest
 from ctxr.index.payload import chunk_payload
 from ctxr.index.store.base import Store, StoredPoint
@@ -101,7 +102,8 @@ def write(
     total_chunks = sum(e.chunks for e in kept) + len(new_counts)
     avg_len = (sum(e.terms for e in kept) + sum(new_counts)) / max(total_chunks, 1)
     context = _Context(store, embedder, analyzer, components.bm25_params(settings), avg_len,
-                       settings.context_position == "before")  # fmt: skip
+                       settings.context_position == "before",
+                       settings.split_identifiers)  # fmt: skip
     progress.start("embeddings", len(new_counts))
     for batch in _batches(prepared, WRITE_BATCH_CHUNKS):
         _write_batch(batch, manifest, context, recipe, report)
@@ -123,6 +125,7 @@ class _Context:
     params: Bm25Params
     avg_len: float
     context_first: bool
+    split_identifiers: bool  # code's dense text reads identifiers as words (identifiers.py)
 
 
 def _write_batch(
@@ -135,8 +138,11 @@ def _write_batch(
     owned = [
         (part.item.document, c) for part in batch for c in part.item.chunks[part.start : part.end]
     ]
-    to_embed = [fit_context(c, count_tokens, embedder.max_tokens) for _, c in owned]
-    texts = [c.indexed_text(context_first=ctx.context_first) for c in to_embed]
+    texts: list[str] = []
+    for document, situated in owned:
+        split = splits(document.kind, ctx.split_identifiers)
+        fitted = fit_context(situated, split_counter(count_tokens, split), embedder.max_tokens)
+        texts.append(dense_text(fitted.indexed_text(context_first=ctx.context_first), split))
     vectors = embedder.embed(texts)
     report.chunks_truncated += sum(count_tokens(t) > embedder.max_tokens for t in texts)
     points: list[StoredPoint] = []
@@ -170,6 +176,7 @@ def _write_batch(
             chunks=len(item.chunks),
             terms=sum(item.term_counts),
             context_kind=item.chunks[0].context_kind if item.chunks else "none",
+            split_identifiers=splits(item.document.kind, ctx.split_identifiers),
             indexed_at=now,
         )
     ctx.store.flush()

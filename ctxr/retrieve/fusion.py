@@ -74,11 +74,15 @@ def single_ranking(name: str, ranking: Sequence[tuple[K, float]]) -> list[Fused[
 
 def distribution_based_score_fusion(
     rankings: Mapping[str, Sequence[tuple[K, float]]],
+    weights: Mapping[str, float] | None = None,
 ) -> list[Fused[K]]:
-    """Fuse best-first `(key, score)` lists by DBSF; deterministic tie-breaks as in RRF."""
+    """Fuse best-first `(key, score)` lists by DBSF; deterministic tie-breaks as in RRF.
+
+    `weights` scale each retriever's normalised scores (a retriever left out counts 1)."""
     totals: dict[K, float] = {}
     seen: dict[K, dict[str, RetrieverScore]] = {}
     for name, ranking in rankings.items():
+        weight = 1.0 if weights is None else weights.get(name, 1.0)
         firsts = _first_occurrences(ranking)
         if not firsts:
             continue
@@ -90,7 +94,7 @@ def distribution_based_score_fusion(
             # One score, or all equal: no spread to normalise by, every item counts fully.
             normalised = 1.0 if high <= low else min(max((score - low) / (high - low), 0.0), 1.0)
             seen.setdefault(key, {})[name] = RetrieverScore(score=score, rank=position)
-            totals[key] = totals.get(key, 0.0) + normalised
+            totals[key] = totals.get(key, 0.0) + weight * normalised
     order = {key: i for i, key in enumerate(seen)}
     ranked = sorted(
         totals,

@@ -23,6 +23,7 @@ from ctxr.errors import ConfigError
 from ctxr.index import components, integrity
 from ctxr.index.bm25.weights import query_vector
 from ctxr.index.embed.base import Embedder
+from ctxr.index.embed.identifiers import dense_text
 from ctxr.index.filters import PayloadFilter, parse_filters
 from ctxr.index.manifest import Manifest
 from ctxr.index.payload import ChunkPayload
@@ -52,6 +53,8 @@ class SearchService:
             raise
         self._rerankers: dict[str, reranking.Reranker] = {}
         self._fusion = FusionParams(settings.rrf_k, settings.weighted_k, settings.fusion_weights)
+        # Queries read as the documents were embedded: split where code was embedded split.
+        self._split_queries = any(e.split_identifiers for e in self.manifest.documents.values())
         self._rerankers_lock = threading.Lock()
 
     def _check_compatible(self) -> None:
@@ -173,7 +176,7 @@ class SearchService:
         vectors = None
         if mode in ("hybrid", "dense") and queries:
             assert self._embedder is not None
-            vectors = self._embedder.embed(list(queries))
+            vectors = self._embedder.embed([dense_text(q, self._split_queries) for q in queries])
         results: list[dict[str, list[ScoredRecord]]] = []
         for i, query in enumerate(queries):
             rankings: dict[str, list[ScoredRecord]] = {}

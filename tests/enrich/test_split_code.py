@@ -5,12 +5,14 @@ from __future__ import annotations
 import itertools
 import logging
 import random
+import re
 from pathlib import Path
 
 import pytest
 
 from ctxr.enrich.split import split_document
 from ctxr.enrich.split.code_languages import SUPPORTED, parser_for
+from ctxr.tokens import count_tokens
 from ctxr.types import Chunk, Document, text_hash
 from tests.enrich.test_split import check_invariants
 
@@ -265,9 +267,47 @@ def test_member_chunk_has_symbol_path_and_prefix(language: str) -> None:
     hits = [c for c in chunks if c.heading_path == path and imports not in c.text]
     assert hits, [(c.heading_path, c.text[:30]) for c in chunks]
     chunk = hits[0]
-    assert imports in chunk.prefix and chunk.prefix not in chunk.text
+    assert chunk.prefix and chunk.prefix not in chunk.text
     if language != "go":  # a Go method is top level: its receiver names the type instead
         assert owner in chunk.prefix.split("\n\n")[-1]  # the enclosing signature, last
+    # An import is repeated only for a chunk that uses a name it brings in.
+    used = set(re.findall(r"\w+", chunk.text))
+    for line in chunk.prefix.split("\n\n")[0].splitlines():
+        if line.strip() not in ("import (", ")") and line.startswith(
+            ("import", "use ", "#include", '"')
+        ):
+            assert used & set(re.findall(r"\w+", line)), (line, chunk.text)
+
+
+def test_prefix_holds_only_the_imports_the_chunk_uses() -> None:
+    text = (
+        "import os\nimport json\nfrom pathlib import Path\n\n\nclass Store:\n"
+        + "".join(
+            f"    def read_{i}(self, name: str) -> str:\n"
+            f"        return os.path.join(str(self.root), name, '{i}' * {i})\n\n"
+            for i in range(12)
+        )
+        + "    def dump(self, value: dict[str, int]) -> str:\n"
+        + "        return json.dumps(value, indent=2, sort_keys=True)\n"
+    )
+    doc = make_code(text, "python", "store.py")
+    chunks = split_document(doc, max_tokens=64)
+    check_invariants(doc, chunks, 64)
+    members = [c for c in chunks if "import os" not in c.text]
+    assert members
+    for chunk in members:
+        assert chunk.prefix.endswith("class Store:") or "class Store:" in chunk.text
+        assert ("import os" in chunk.prefix) == ("os." in chunk.text)
+        assert ("import json" in chunk.prefix) == ("json." in chunk.text)
+        assert "pathlib" not in chunk.prefix  # no chunk uses Path
+
+
+def test_prefix_share_is_bounded() -> None:
+    text = _long_function()
+    doc = make_code(text, "python", "engine.py")
+    for budget in (64, 200):
+        for chunk in split_document(doc, max_tokens=budget):
+            assert count_tokens(chunk.prefix) <= max(16, budget // 16)
 
 
 def test_whole_small_file_is_one_chunk_without_prefix() -> None:
@@ -304,9 +344,9 @@ def test_rust_attributes_and_doc_comment_stay_with_the_struct() -> None:
     assert "#[derive(Debug, Default)]\npub struct ThumbnailCache" in struct.text
     (new,) = [c for c in chunks if "pub fn new" in c.text]
     assert new.heading_path == ("ThumbnailCache",)  # it also holds the impl line
-    assert new.prefix.endswith("use std::path::PathBuf;")
+    assert new.prefix.startswith("use std::")  # the imports it uses, within the prefix share
     (evict,) = [c for c in chunks if c.heading_path == ("ThumbnailCache", "evict")]
-    assert evict.prefix.endswith("\n\nimpl ThumbnailCache {")
+    assert evict.prefix.endswith("impl ThumbnailCache {")
 
 
 def test_cpp_namespace_class_and_go_receivers() -> None:
@@ -340,7 +380,7 @@ def test_oversized_method_splits_at_statements() -> None:
     for chunk in chunks[1:]:
         assert chunk.text.startswith("value_") or chunk.text.startswith("return")
         assert chunk.text.endswith(")") or chunk.text.endswith("value_59") or "# step" in chunk.text
-        assert chunk.prefix.startswith("import math\n\nclass Engine:")
+        assert "import math" not in chunk.prefix  # the steps do not use it
         assert chunk.prefix.endswith("def run(self, value_0: int) -> int:")
     # Each statement line is whole: a cut falls only between statements.
     for chunk in chunks[1:]:
@@ -413,7 +453,7 @@ def test_examples_thumbnails_splits_with_symbol_paths() -> None:
     (evict,) = [
         c for c in chunks if c.heading_path == ("ThumbnailCache", "_evict_until_under_limit")
     ]
-    assert "import hashlib" in evict.prefix and evict.prefix.endswith("class ThumbnailCache:")
+    assert evict.prefix.endswith("class ThumbnailCache:")
 
 
 @pytest.mark.parametrize("language", sorted(SAMPLES))
@@ -442,3 +482,24 @@ def test_the_projects_own_sources_split_cleanly() -> None:
         chunks = split_document(doc, max_tokens=256)
         check_invariants(doc, chunks, 256)
         assert all(c.prefix not in c.text for c in chunks if c.prefix)
+
+
+def test_file_head_is_told_what_the_file_defines() -> None:
+    # A head of package line, imports and licence says nothing of the class below it; its
+    # prefix names the definitions that follow, so "which package holds X?" can find it.
+    imports = "".join(f"import com.example.util.Helper{i};\n" for i in range(14))
+    body = "".join(
+        f"    public int method{i}(int value) {{\n        return value * {i} + offset;\n    }}\n\n"
+        for i in range(10)
+    )
+    text = (
+        "/* Copyright 2020 Example Corp. Licensed under the Apache License. */\n"
+        f"package com.example.hash;\n\n{imports}\n"
+        f"/** Thrown on bad input. */\npublic class BadParametersException {{\n{body}}}\n"
+    )
+    doc = make_code(text, "java", "BadParametersException.java")
+    chunks = split_document(doc, max_tokens=96)
+    check_invariants(doc, chunks, 96)
+    head = chunks[0]
+    assert "package com.example.hash;" in head.text and "class Bad" not in head.text
+    assert head.prefix.endswith("public class BadParametersException {")

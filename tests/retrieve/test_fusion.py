@@ -134,3 +134,18 @@ def test_dbsf_clips_outliers_and_counts_duplicates_once() -> None:
     assert fused[0].score == 1.0  # far beyond mean + 3 std: clipped to 1
     assert fused[0].by_retriever["bm25"] == RetrieverScore(100.0, 1)
     assert len(fused) == 21
+
+
+def test_dbsf_weights_scale_each_retriever() -> None:
+    dense = [("a", 0.9), ("b", 0.5), ("c", 0.1)]
+    bm25 = [("c", 12.0), ("b", 4.0), ("a", 1.0)]
+    plain = _scores(distribution_based_score_fusion({"dense": dense, "bm25": bm25}))
+    heavy = distribution_based_score_fusion(
+        {"dense": dense, "bm25": bm25}, weights={"dense": 1.0, "bm25": 2.0}
+    )
+    bm25_only = _scores(distribution_based_score_fusion({"bm25": bm25}))
+    for key, score in _scores(heavy).items():
+        assert score == pytest.approx(plain[key] + bm25_only[key])  # BM25's share counted twice
+    assert heavy[0].key == "c"
+    same = distribution_based_score_fusion({"dense": dense, "bm25": bm25}, weights={})
+    assert _scores(same) == pytest.approx(plain)  # a retriever left out counts 1

@@ -14,6 +14,7 @@ from fakes.hash_embedder import HashEmbedder
 import ctxr
 from ctxr.config import load_settings
 from ctxr.errors import ConfigError, IndexMismatchError, IndexNotFoundError
+from ctxr.index.manifest import Manifest
 from ctxr.pipeline.build import build_index
 from ctxr.retrieve.service import SearchService
 from ctxr.types import Hit
@@ -105,8 +106,10 @@ def test_hit_shape_and_modes(service: SearchService) -> None:
     assert top.source == "examples/docs/configuration.md"
     assert "THUMB_CACHE_MAX" in top.text
     assert set(top.scores) == {"dense", "bm25"}
-    assert top.scores["bm25"].rank == 1
-    # DBSF: each retriever's scores normalised to [0, 1], summed; both retrievers put it first.
+    # BM25 puts the code that defines THUMB_CACHE_MAX first and this section second; dense
+    # puts the section first, and fusion keeps it there.
+    assert top.scores["dense"].rank == 1 and top.scores["bm25"].rank <= 2
+    # DBSF: each retriever's scores normalised to [0, 1], summed.
     assert 1.0 < top.score <= 2.0
     assert [h.score for h in hybrid] == sorted((h.score for h in hybrid), reverse=True)
 
@@ -175,3 +178,33 @@ def test_index_built_with_another_embedder_is_refused(hash_index: Path) -> None:
     # With the embedder it was built with, it opens and answers.
     with SearchService(load_settings(index_dir=hash_index), embedder=HashEmbedder()) as ok:
         assert ok.search("brass lanterns", k=1)[0].source.endswith("corpus/a.md")
+
+
+def _split_index(tmp_path: Path, split: bool) -> Path:
+    corpus = tmp_path / f"corpus-{split}"
+    corpus.mkdir()
+    code = "class DiffExecutor:\n    def run_target(self) -> None:\n        pass\n"
+    (corpus / "diff.py").write_text(code, encoding="utf-8")
+    (corpus / "notes.md").write_text("# Notes\n\nThe diff executor runs twice.\n", "utf-8")
+    settings = load_settings(
+        index_dir=tmp_path / f"idx-{split}", cache_dir=tmp_path / "cache", split_identifiers=split
+    )
+    build_index([corpus], settings, embedder=HashEmbedder())
+    return tmp_path / f"idx-{split}"
+
+
+def test_code_and_its_queries_are_embedded_with_identifiers_split(tmp_path: Path) -> None:
+    index = _split_index(tmp_path, split=True)
+    entries = {Path(e.source).name: e for e in Manifest.load(index).documents.values()}
+    assert entries["diff.py"].split_identifiers and not entries["notes.md"].split_identifiers
+    settings = load_settings(index_dir=index, cache_dir=tmp_path / "cache")
+    with SearchService(settings, embedder=HashEmbedder()) as service:
+        # The hash embedder has one bucket per word: "DiffExecutor" meets "Diff Executor"
+        # only if the query is split as the code was.
+        hits = service.search("DiffExecutor run_target", k=2, mode="dense")
+    assert hits[0].source.endswith("diff.py") and hits[0].scores["dense"].score > 0.5
+    off = _split_index(tmp_path, split=False)
+    assert not any(e.split_identifiers for e in Manifest.load(off).documents.values())
+    with SearchService(load_settings(index_dir=off), embedder=HashEmbedder()) as service:
+        unsplit = service.search("DiffExecutor run_target", k=2, mode="dense")
+    assert unsplit[0].source.endswith("diff.py")  # as written on both sides, as before

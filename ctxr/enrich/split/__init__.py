@@ -28,6 +28,8 @@ splits further what an embedder would truncate (the index builder applies it).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ctxr.enrich.split.code import split_code
 from ctxr.enrich.split.conversation import split_conversation
 from ctxr.enrich.split.markdown import split_markdown
@@ -52,8 +54,12 @@ def split_document(
     max_tokens: int = 256,
     overlap_tokens: int | None = None,
     encoding: str = DEFAULT_ENCODING,
+    fits: Callable[[str], bool] | None = None,
 ) -> list[Chunk]:
-    """Split ``doc`` into chunks of at most ``max_tokens`` tokens along its own structure."""
+    """Split ``doc`` into chunks of at most ``max_tokens`` tokens along its own structure.
+
+    ``fits`` says whether an embedded text (a chunk's prefix, a blank line, its text) fits the
+    embedder's input; the code splitter then sizes chunks to it (see ``split_code``)."""
     if max_tokens < MIN_MAX_TOKENS:
         raise ConfigError(f"max_tokens must be at least {MIN_MAX_TOKENS}, got {max_tokens}")
     overlap = default_overlap(doc.kind, max_tokens) if overlap_tokens is None else overlap_tokens
@@ -68,7 +74,7 @@ def split_document(
     elif doc.kind == "conversation":
         pieces = split_conversation(sizer, max_tokens, overlap)
     elif doc.kind == "code" and (
-        code := split_code(sizer, doc.language, doc.source, max_tokens, overlap)
+        code := split_code(sizer, doc.language, doc.source, max_tokens, overlap, fits=fits)
     ):
         pieces = code
     else:

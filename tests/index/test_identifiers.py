@@ -1,0 +1,41 @@
+"""Identifiers written as words for the dense embedder (`ctxr.index.embed.identifiers`)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ctxr.index.embed.identifiers import dense_text, split_counter, split_identifiers, splits
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("parseHTTPResponse", "parse HTTP Response"),
+        ("XMLHttpRequest", "XML Http Request"),
+        ("DiffExecutor::new()", "Diff Executor::new()"),
+        ("observe_stdout(buf)", "observe stdout(buf)"),
+        ("base64Encode", "base64 Encode"),
+        ("MAX_TOKENS", "MAX TOKENS"),
+        # Prose, and the mixed-case terms of biology, stay as they are.
+        ("mRNA and miRNAs in iPhone users at NASA", "mRNA and miRNAs in iPhone users at NASA"),
+        ("HbA1c in HeLa cells, PBMCs and SINEs", "HbA1c in HeLa cells, PBMCs and SINEs"),
+        ("getX and isOpen and __init__ and _private", "getX and isOpen and __init__ and _private"),
+        ("", ""),
+    ],
+)
+def test_split_identifiers(text: str, expected: str) -> None:
+    assert split_identifiers(text) == expected
+
+
+def test_only_code_is_split_and_only_when_enabled() -> None:
+    assert splits("code", True)
+    assert not splits("code", False)
+    assert not any(splits(kind, True) for kind in ("markdown", "text", "html", "pdf"))
+    assert dense_text("fooBarBaz", True) == "foo Bar Baz"
+    assert dense_text("fooBarBaz", False) == "fooBarBaz"
+
+
+def test_counter_counts_the_split_text() -> None:
+    words = split_counter(lambda text: len(text.split()), True)
+    assert words("parseHttpResponse(raw_bytes)") == 4  # parse Http Response(raw bytes)
+    assert split_counter(len, False) is len
