@@ -30,6 +30,7 @@ from ctxr.enrich.situate.group import (
     GROUP_PROMPT_VERSION,
     ask_for,
     plan_groups,
+    worth_caching,
 )
 from ctxr.enrich.situate.prompt import PROMPT_VERSION, document_part
 from ctxr.enrich.situate.response_cache import ResponseCache
@@ -182,6 +183,7 @@ def _estimate_model(
 ) -> ModelEstimate:
     provider = price.provider
     group_size = settings.llm_group_size
+    ttl = "1h" if settings.llm_batch else "5m"  # the queue's cache TTL (queue.py)
     claude = None
     if provider == "anthropic" and not exact:
         claude = claude_counter(settings.claude_tokenizer)
@@ -220,6 +222,8 @@ def _estimate_model(
         if pending:
             # The queue's own planner: identical chunks asked once, `group_size` a request.
             groups = plan_groups(pending, group_size)
+            if prefix.cache and not worth_caching(len(groups), ttl):  # as the queue decides
+                prefix = dataclasses.replace(prefix, cache=False)
             window, tokens = prefix.window, settings.llm_max_output_tokens
             whole = window.block is None
             asks = [

@@ -186,3 +186,32 @@ def test_a_server_without_structured_outputs_gets_json_in_words(
     assert answered and all("response_format" not in r.body for r in answered)
     assert report.contexts.requests == len(refused) + len(answered)
     assert report.contexts.retries == 0  # every answer in words named every chunk
+
+
+def test_a_prefix_is_cached_only_where_its_requests_earn_back_the_write() -> None:
+    from ctxr.enrich.situate.group import worth_caching
+
+    assert not worth_caching(1, "5m") and not worth_caching(1, "1h")
+    assert worth_caching(2, "5m") and not worth_caching(2, "1h")  # 1.35x vs 2x; 2.1x vs 2x
+    assert worth_caching(3, "1h") and worth_caching(30, "5m")
+
+
+def test_a_cacheable_document_asked_in_one_request_is_sent_unmarked(
+    tmp_path: Path, fake_llm_factory: Callable[..., FakeLLMServer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server = fake_llm_factory(min_cacheable={"claude": 1024})
+    for name, value in server.env().items():
+        monkeypatch.setenv(name, value)
+    root = tmp_path / "corpus"
+    root.mkdir()
+    facts = " ".join(f"Fact {j} about tides holds at {j * 7}." for j in range(300))
+    (root / "tides.md").write_text(f"# Tides\n\n{facts}\n")  # ~3,000 tokens, few chunks
+    settings = load_settings(
+        index_dir=tmp_path / "idx", chunk_tokens=800, context="llm", llm_group_size=16
+    )
+    monkeypatch.setenv("CTXR_LLM_PROVIDER", "anthropic")
+    report = build_index([root], settings, embedder=HashEmbedder())
+    sent = _messages(server)
+    assert len(sent) == 1 and report.chunks_written > 1  # every chunk in one request
+    assert "cache_control" not in json.dumps(sent[0].body)
+    assert report.contexts is not None and report.contexts.cache_write_tokens == 0

@@ -36,6 +36,7 @@ from ctxr.enrich.situate.group import (
     duplicates_of,
     parse_answers,
     plan_groups,
+    worth_caching,
 )
 from ctxr.enrich.situate.ledger import Ledger
 from ctxr.enrich.situate.outline import outline_context
@@ -110,6 +111,10 @@ class _Run:
             return
         copies = duplicates_of(pending)  # identical questions are asked once
         groups = plan_groups(pending, self.group_size)
+        if prefix.cache and not worth_caching(len(groups), self.cache_ttl):
+            # Too few requests to earn back the cache write: send the document unmarked.
+            prefix = dataclasses.replace(prefix, cache=False)
+            self.ledger.document(document.doc_id).uncached_prefixes += 1
         later: Priority = (1, prefix.order)
         if prefix.cache:
             first, groups = groups[0], groups[1:]
