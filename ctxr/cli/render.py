@@ -32,6 +32,9 @@ def print_index_summary(report: IndexReport) -> None:
     table.add_row("chunks written", str(report.chunks_written))
     for kind, sizes in report.chunk_sizes.items():
         table.add_row(f"  {kind} chunk tokens", size_line(sizes))
+    if amplification := report.amplification():
+        parts = ", ".join(f"{kind} {ratio:.2f}x" for kind, ratio in amplification.items())
+        table.add_row("embedded per document word piece", parts)
     table.add_row("points in index", str(report.points_total))
     table.add_row("contexts", report.context_kind)
     if report.contexts:
@@ -43,11 +46,20 @@ def print_index_summary(report: IndexReport) -> None:
             f"{c.requests} ({c.retries} retries, {c.failures} failed, "
             f"{c.response_cache_hits} answered from cache)",
         )
+        hour = f" (+{c.cache_write_1h_tokens:,} for 1 h)" if c.cache_write_1h_tokens else ""
         table.add_row(
             "LLM tokens",
-            f"{c.input_tokens:,} in, {c.cache_write_tokens:,} cache write, "
-            f"{c.cache_read_tokens:,} cache read, {c.output_tokens:,} out",
+            f"{c.input_tokens:,} in, {c.cache_write_tokens:,} cache write{hour}, "
+            f"{c.cache_read_tokens:,} cache read ({c.cache_read_share:.0%} of prompt), "
+            f"{c.output_tokens:,} out",
         )
+        if (b := c.batch) is not None:
+            table.add_row(
+                "batches",
+                f"{b.submitted} submitted, {b.resumed} resumed, {b.ended} ended; requests "
+                f"{b.succeeded} answered, {b.errored} errored, {b.expired} expired, "
+                f"{b.canceled} canceled, {b.reused} reused",
+            )
         table.add_row("cache writes", f"{c.cache_writes} for {c.documents} documents")
         table.add_row("cost", "unknown" if dollars is None else f"${dollars:.4f}")
     table.add_row("time", f"{report.seconds:.1f} s")

@@ -27,9 +27,21 @@ class IndexReport:
     optimize_seconds: float = 0.0  # building the HNSW index after the run (0 when skipped)
     # Token counts of the chunks written this run, per kind (see `ctxr.pipeline.chunk_sizes`).
     chunk_sizes: dict[str, dict[str, object]] = field(default_factory=dict)
+    # Embedder word pieces: of the texts embedded this run, and of their documents, per kind.
+    embedded_pieces: dict[str, int] = field(default_factory=dict)
+    document_pieces: dict[str, int] = field(default_factory=dict)
+
+    def amplification(self) -> dict[str, float]:
+        """Word pieces embedded per word piece of the documents, per kind (1.0: each once)."""
+        return {
+            kind: round(self.embedded_pieces[kind] / n, 3)
+            for kind, n in sorted(self.document_pieces.items())
+            if n and kind in self.embedded_pieces
+        }
 
     def to_json(self) -> dict[str, object]:
         body = asdict(self)
+        body["amplification"] = self.amplification()
         body["skipped"] = [{"path": s.path, "reason": s.reason} for s in self.skipped]
         body["failed"] = [{"path": path, "reason": reason} for path, reason in self.failed]
         return body

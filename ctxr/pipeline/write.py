@@ -128,6 +128,28 @@ class _Context:
     split_identifiers: bool  # code's dense text reads identifiers as words (identifiers.py)
 
 
+def _count_amplification(
+    batch: list[_Slice],
+    owned: list[tuple[Document, ContextualChunk]],
+    pieces: list[int],
+    ctx: _Context,
+    report: IndexReport,
+) -> None:
+    """Word pieces embedded (what the embedder reads of each text, before its cache) against
+    the word pieces of the documents themselves, per kind: the embedding amplification."""
+    limit = ctx.embedder.max_tokens
+    for (document, _), n in zip(owned, pieces, strict=True):
+        report.embedded_pieces[document.kind] = report.embedded_pieces.get(document.kind, 0) + min(
+            n, limit
+        )
+    for part in batch:
+        if part.first:
+            document = part.item.document
+            split = splits(document.kind, ctx.split_identifiers)
+            n = ctx.embedder.count_tokens(dense_text(document.text, split))
+            report.document_pieces[document.kind] = report.document_pieces.get(document.kind, 0) + n
+
+
 def _write_batch(
     batch: list[_Slice], manifest: Manifest, ctx: _Context, recipe: str, report: IndexReport
 ) -> None:
@@ -144,7 +166,9 @@ def _write_batch(
         fitted = fit_context(situated, split_counter(count_tokens, split), embedder.max_tokens)
         texts.append(dense_text(fitted.indexed_text(context_first=ctx.context_first), split))
     vectors = embedder.embed(texts)
-    report.chunks_truncated += sum(count_tokens(t) > embedder.max_tokens for t in texts)
+    pieces = [count_tokens(t) for t in texts]
+    report.chunks_truncated += sum(n > embedder.max_tokens for n in pieces)
+    _count_amplification(batch, owned, pieces, ctx, report)
     points: list[StoredPoint] = []
     for row, (document, situated) in enumerate(owned):
         terms = ctx.analyzer.terms(situated.indexed_text())

@@ -44,6 +44,12 @@ def test_examples_report(examples_index: BuiltIndex) -> None:
     assert manifest.settings.embedder == "onnx:all-MiniLM-L6-v2-int8"
     assert manifest.settings.dim == 384
     assert all(source.startswith("examples/") for source in manifest.documents)
+    # Each kind's embedded word pieces against its documents': outline contexts and prefixes
+    # add some, a chunk is never embedded twice, so it stays between 1x and 2x here.
+    amplification = report.amplification()
+    assert set(amplification) == {"code", "markdown", "text"}
+    assert all(1.0 <= ratio < 2.0 for ratio in amplification.values())
+    assert report.to_json()["amplification"] == amplification
 
 
 def test_offsets_match_the_document_text(examples_index: BuiltIndex) -> None:
