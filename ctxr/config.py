@@ -101,7 +101,10 @@ class Settings(BaseSettings):
         "auto", description="how estimates count Claude tokens; auto: ctok when installed"
     )
     prices_file: Path | None = Field(None, description="JSON that adds or overrides model prices")
-    embed_batch_size: int = Field(32, ge=1, le=1024)
+    # 8, not 32: onnxruntime's arena keeps the largest batch's activations (attention grows
+    # with batch x 256 x 256 x 12 heads), so 32 held 1.47 GB where 8 holds 0.53 GB, no slower on
+    # length-sorted batches (docs/BENCHMARKS.md, "Embedding memory").
+    embed_batch_size: int = Field(8, ge=1, le=1024)
     embed_threads: int | None = Field(None, ge=1, description="onnxruntime threads")
     # Dense vectors: the local ONNX MiniLM, or OpenAI / any OpenAI-compatible /v1/embeddings
     # (reached through OPENAI_API_KEY / OPENAI_BASE_URL, as the LLM calls are).

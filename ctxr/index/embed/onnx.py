@@ -97,7 +97,7 @@ class OnnxEmbedder:
     """
 
     def __init__(
-        self, batch_size: int = 32, max_tokens: int = DEFAULT_MAX_TOKENS, threads: int | None = None
+        self, batch_size: int = 8, max_tokens: int = DEFAULT_MAX_TOKENS, threads: int | None = None
     ) -> None:
         if batch_size < 1:
             raise ConfigError(f"embedding batch_size must be at least 1, got {batch_size}")
