@@ -17,6 +17,8 @@ from typing import Literal
 CHUNK_NAMESPACE = uuid.UUID("6f1c2a8e-3b7d-5e9f-a1c4-0d2e8b7f6a53")
 
 DocumentKind = Literal["markdown", "code", "text", "html", "pdf", "conversation"]
+# Text that is not a document, skipped unless CTXR_INCLUDE names it (ctxr.enrich.load.kinds).
+NonDocument = Literal["markup", "minified", "lock", "data"]
 ContextKind = Literal["llm", "outline", "none"]
 # How a PDF's pages are joined in its text: a form feed between line breaks, so page numbers
 # come from counting form feeds (ctxr.enrich.split.pages) and a page break is a paragraph seam.

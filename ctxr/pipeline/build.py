@@ -183,7 +183,9 @@ def _load_changed(
     progress: Progress,
 ) -> list[Document]:
     todo: list[Document] = []
-    for document in load_paths(paths, settings.max_file_bytes, report, progress):
+    for document in load_paths(
+        paths, settings.max_file_bytes, report, progress, include=settings.include
+    ):
         if manifest.is_current(document.doc_id, document.sha256, recipe):
             report.documents_unchanged += 1
         else:

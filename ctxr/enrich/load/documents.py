@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ctxr.enrich.load.chat import as_conversation
 from ctxr.enrich.load.html import HTML_SUFFIXES, extract_html
+from ctxr.enrich.load.kinds import is_binary_name
 from ctxr.enrich.load.pdf import load_pdf
 from ctxr.enrich.load.walk import display_path
 from ctxr.errors import BinaryFileError, LoadError, UndecodableFileError
@@ -25,12 +26,6 @@ CODE_LANGUAGES = {
     ".cpp": "cpp", ".cxx": "cpp", ".hpp": "cpp", ".hh": "cpp", ".cs": "csharp",
     ".rb": "ruby", ".php": "php", ".swift": "swift", ".kt": "kotlin", ".scala": "scala",
     ".sh": "bash", ".bash": "bash", ".sql": "sql", ".lua": "lua", ".r": "r",
-}  # fmt: skip
-# Files whose suffix alone says they are not text; sniffing still catches the rest.
-BINARY_SUFFIXES = {
-    ".png", ".jpg", ".jpeg", ".gif", ".webp", ".ico", ".zip", ".gz", ".tar", ".bz2",
-    ".xz", ".7z", ".so", ".dylib", ".dll", ".exe", ".bin", ".onnx", ".pyc", ".whl", ".class",
-    ".jar", ".woff", ".woff2", ".ttf", ".mp3", ".mp4", ".wav", ".sqlite", ".db", ".parquet",
 }  # fmt: skip
 _SNIFF_BYTES = 8192
 # Longest first: the UTF-32-LE mark begins with the UTF-16-LE one.
@@ -59,7 +54,7 @@ def load_document(path: Path) -> Document:
     source = display_path(path)  # a name that is not UTF-8 keeps its bytes as escapes
     if path.suffix.lower() == ".pdf":
         return load_pdf(path)  # kind "pdf": the pages' text layer, see ctxr.enrich.load.pdf
-    if path.suffix.lower() in BINARY_SUFFIXES:
+    if is_binary_name(path):  # the corpus walk skips these first (ctxr.enrich.load.kinds)
         raise BinaryFileError(source, "binary file type; convert it to text to index it")
     try:
         raw = path.read_bytes()
