@@ -16,7 +16,10 @@ from typing import Literal
 # document overwrites its points instead of duplicating them.
 CHUNK_NAMESPACE = uuid.UUID("6f1c2a8e-3b7d-5e9f-a1c4-0d2e8b7f6a53")
 
-DocumentKind = Literal["markdown", "code", "text", "html", "pdf", "conversation"]
+# rst, notebook and office documents are loaded as Markdown-like text (ctxr.enrich.load).
+DocumentKind = Literal[
+    "markdown", "code", "text", "html", "pdf", "conversation", "rst", "notebook", "office"
+]
 # Text that is not a document, skipped unless CTXR_INCLUDE names it (ctxr.enrich.load.kinds).
 NonDocument = Literal["markup", "minified", "lock", "data"]
 ContextKind = Literal["llm", "outline", "none"]

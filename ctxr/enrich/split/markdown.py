@@ -3,7 +3,8 @@
 Structure recognised (a deliberate subset of CommonMark):
 
 * ATX headings (``#`` to ``######`` followed by a space or the line end, at most three spaces
-  of indent; closing ``#``s are dropped) and setext headings (a single paragraph line under
+  of indent; closing ``#``s and a MkDocs/Pandoc attribute list such as ``{ #install }`` are
+  dropped from the trail) and setext headings (a single paragraph line under
   ``===`` for level 1 or ``---`` for level 2; the line must not continue a paragraph nor be a
   list item or a quote, so a ``---`` rule after text in a list stays a rule).
 * Fenced code blocks (``````` or ``~~~``, closed by the same character at least as long; an
@@ -45,6 +46,10 @@ _FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _FENCE_CLOSE = re.compile(r"^ {0,3}(`{3,}|~{3,})[ \t]*$")
 _ATX = re.compile(r"^ {0,3}(#{1,6})(?=[ \t]|$)(.*)$")
 _ATX_CLOSING = re.compile(r"(?:^|[ \t]+)#+[ \t]*$")
+# A MkDocs / Pandoc attribute list closing a heading: "Tasks { #tasks .new data-x=1 }", "{-}".
+# Every item must look like an id, a class, "-" or key=value, so "Using {name}" keeps its braces.
+_ATTR_ITEM = r'(?:[#.][\w:.-]+|-|[\w-]+=(?:"[^"]*"|[^\s}]+))'
+_HEADING_ATTRS = re.compile(rf"[ \t]*\{{[ \t]*{_ATTR_ITEM}(?:[ \t]+{_ATTR_ITEM})*[ \t]*\}}[ \t]*$")
 _SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 _NOT_SETEXT_TEXT = re.compile(r"^(?: {4}|\t| {0,3}(?:>|[-*+](?:[ \t]|$)|\d{1,9}[.)](?:[ \t]|$)))")
 _TABLE_DELIMITER = re.compile(r"^[ \t]*\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$")
@@ -70,6 +75,11 @@ class _Structure:
     intro_ends: set[int]  # offsets of the newline after a line that introduces a list
     opaque: list[Span]  # fenced blocks and front matter, in order
     tables: list[tuple[int, int, int]]  # (start, end of delimiter row, end)
+
+
+def heading_text(raw: str) -> str:
+    """A heading's words for its trail, without a trailing attribute list (``{ #id }``)."""
+    return _HEADING_ATTRS.sub("", raw).strip()
 
 
 def _scan(text: str) -> _Structure:
@@ -122,7 +132,7 @@ def _scan(text: str) -> _Structure:
             continue
         atx = _ATX.match(row)
         if atx:
-            title = _ATX_CLOSING.sub("", atx.group(2)).strip()
+            title = heading_text(_ATX_CLOSING.sub("", atx.group(2)))
             found.headings.append((starts[i], len(atx.group(1)), title))
             found.heading_ends.add(ends[i])
             i, after_paragraph = i + 1, False
@@ -134,7 +144,7 @@ def _scan(text: str) -> _Structure:
             setext = _SETEXT.match(rows[i + 1])
             if setext:
                 level = 1 if setext.group(1)[0] == "=" else 2
-                found.headings.append((starts[i], level, row.strip()))
+                found.headings.append((starts[i], level, heading_text(row)))
                 found.heading_ends.add(ends[i + 1])
                 i, after_paragraph = i + 2, False
                 continue
