@@ -76,7 +76,7 @@ def _block(node: Any, depth: int) -> list[str]:
         alt = node.get("alt", "")
         return [_paragraph(alt)] if alt else []
     if isinstance(node, nodes.line_block):
-        return ["\n".join(_paragraph(line.astext()) for line in node.traverse(nodes.line))]
+        return ["\n".join(_paragraph(line.astext()) for line in node.findall(nodes.line))]
     if isinstance(node, nodes.footnote | nodes.citation):
         label = node.next_node(nodes.label)
         body = _blocks([c for c in node.children if c is not label], depth)
@@ -143,9 +143,9 @@ def _table(node: Any) -> list[str]:
 
     rows: list[list[str]] = []
     header_rows = 0
-    for group in node.traverse(nodes.thead):
-        header_rows += len(list(group.traverse(nodes.row)))
-    for row in node.traverse(nodes.row):
+    for group in node.findall(nodes.thead):
+        header_rows += len(list(group.findall(nodes.row)))
+    for row in node.findall(nodes.row):
         rows.append([_line(entry.astext()).replace("|", "\\|") for entry in row.children])
     if not rows:
         return []
