@@ -65,6 +65,9 @@ class Document:
     title: str
     sha256: str
     language: str | None = None
+    # A Markdown file's YAML front matter, scalars as text (ctxr.enrich.load.front_matter);
+    # written to each chunk's payload as `meta`, filterable as `meta.KEY`.
+    meta: Mapping[str, str | tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

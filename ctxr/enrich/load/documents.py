@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 from ctxr.enrich.load.chat import as_conversation
+from ctxr.enrich.load.front_matter import front_matter
 from ctxr.enrich.load.html import HTML_SUFFIXES, extract_html
 from ctxr.enrich.load.kinds import is_binary_name
 from ctxr.enrich.load.notebook import load_notebook
@@ -113,6 +114,7 @@ def load_document(path: Path) -> Document:
         title=_title(text, kind, path),
         sha256=text_hash(text),
         language=language,
+        meta=front_matter(text) if kind == "markdown" else {},
     )
 
 
