@@ -160,3 +160,21 @@ def test_non_document_by_name_and_content(
     assert non_document(path) == kind
     if kind not in (None, "binary"):
         assert non_document(path, include={kind}) is None  # named: loaded as text
+
+
+def test_a_non_document_indexed_before_is_pruned_once_skipped(tmp_path: Path) -> None:
+    files = _corpus(tmp_path / "corpus")
+    options = {"index_dir": tmp_path / "idx", "cache_dir": tmp_path / "cache"}
+    with_svgs = load_settings(**options, include="markup")
+    build_index([tmp_path / "corpus"], with_svgs, embedder=HashEmbedder())
+    assert files["chart"].as_posix() in Manifest.load(tmp_path / "idx").documents
+
+    report = build_index([tmp_path / "corpus"], load_settings(**options), embedder=HashEmbedder())
+
+    assert report.documents_removed == 2  # the two SVGs, now skipped as markup
+    manifest = Manifest.load(tmp_path / "idx")
+    assert set(manifest.documents) == {files["guide"].as_posix(), files["tool"].as_posix()}
+    assert report.documents_unchanged == 2
+    fresh = load_settings(index_dir=tmp_path / "fresh", cache_dir=tmp_path / "cache")
+    only_docs = build_index([tmp_path / "corpus"], fresh, embedder=HashEmbedder())
+    assert report.points_total == only_docs.points_total  # the SVGs' points are gone too

@@ -102,6 +102,11 @@ def skip_reason(kind: str) -> str:
     return f"{REASONS[kind]} (--include {kind})"
 
 
+def is_kind_skip(reason: str) -> bool:
+    """Whether a `Skipped` reason is one `skip_reason` gave (a binary or a non-document)."""
+    return reason == BINARY_REASON or any(reason.startswith(text) for text in REASONS.values())
+
+
 def summarize_skips(reasons: Iterable[str]) -> str:
     """One line for a run's skips: a count per reason, and how to include what can be.
 
