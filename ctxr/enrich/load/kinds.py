@@ -32,7 +32,7 @@ BINARY_SUFFIXES: Final = frozenset({
     ".png", ".jpg", ".jpeg", ".gif", ".webp", ".ico", ".bmp", ".tif", ".tiff", ".psd", ".heic",
     ".avif", ".icns", ".xcf", ".ai", ".eps", ".raw", ".cr2", ".nef",
     # fonts
-    ".woff", ".woff2", ".ttf", ".otf", ".eot", ".pfb",
+    ".woff", ".woff2", ".ttf", ".otf", ".eot", ".pfb", ".pfa", ".pfm", ".afm",  # AFM: font metrics as text
     # audio and video
     ".mp3", ".wav", ".flac", ".ogg", ".oga", ".m4a", ".aac", ".opus", ".wma", ".mid", ".midi",
     ".mp4", ".m4v", ".mov", ".avi", ".mkv", ".webm", ".wmv", ".flv", ".mpg", ".mpeg",
