@@ -31,8 +31,8 @@ BINARY_SUFFIXES: Final = frozenset({
     # images
     ".png", ".jpg", ".jpeg", ".gif", ".webp", ".ico", ".bmp", ".tif", ".tiff", ".psd", ".heic",
     ".avif", ".icns", ".xcf", ".ai", ".eps", ".raw", ".cr2", ".nef",
-    # fonts
-    ".woff", ".woff2", ".ttf", ".otf", ".eot", ".pfb", ".pfa", ".pfm", ".afm",  # AFM: font metrics as text
+    # fonts (AFM: font metrics, as text)
+    ".woff", ".woff2", ".ttf", ".otf", ".eot", ".pfb", ".pfa", ".pfm", ".afm",
     # audio and video
     ".mp3", ".wav", ".flac", ".ogg", ".oga", ".m4a", ".aac", ".opus", ".wma", ".mid", ".midi",
     ".mp4", ".m4v", ".mov", ".avi", ".mkv", ".webm", ".wmv", ".flv", ".mpg", ".mpeg",
