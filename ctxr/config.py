@@ -14,7 +14,7 @@ from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from ctxr.errors import ConfigError
-from ctxr.types import DocumentKind
+from ctxr.types import DocumentKind, NonDocument
 
 ContextMode = Literal["auto", "llm", "outline", "none"]
 SearchMode = Literal["hybrid", "dense", "bm25"]
@@ -70,6 +70,10 @@ class Settings(BaseSettings):
     encoding: str = Field("cl100k_base", description="tiktoken encoding used to size chunks")
     cache_dir: Path | None = Field(None, description="embedding cache; default INDEX_DIR/cache")
     max_file_bytes: int = Field(20_000_000, ge=1, description="larger files are skipped")
+    # Text that is not a document (ctxr.enrich.load.kinds) is skipped unless named here.
+    include: Annotated[frozenset[str], NoDecode] = Field(
+        frozenset(), description="non-documents to index anyway: markup,minified,lock,data"
+    )
     context: ContextMode = Field("auto", description="how each chunk is situated")
     context_position: Literal["before", "after"] = Field(
         "before", description="where the context goes in the embedded text: before the chunk"
@@ -182,6 +186,11 @@ class Settings(BaseSettings):
     def _weights_parse(cls, value: Any) -> Any:
         return parse_weights(_as_spec(value))
 
+    @field_validator("include", mode="before")
+    @classmethod
+    def _include_parse(cls, value: Any) -> Any:
+        return parse_include(value) if isinstance(value, str | list | tuple | set) else value
+
     @field_validator("chunk_tokens_by_kind", mode="before")
     @classmethod
     def _kind_budgets_parse(cls, value: Any) -> Any:
@@ -233,6 +242,17 @@ def parse_weights(text: str) -> dict[str, float]:
     if not any(weights.values()):
         raise ValueError(f"at least one weight must be above 0, got {text!r}")
     return weights
+
+
+def parse_include(names: str | list[str] | tuple[str, ...] | set[str]) -> frozenset[str]:
+    """`"markup,lock"` (or a list of names) into the set of non-documents to index anyway."""
+    parts = names.split(",") if isinstance(names, str) else list(names)
+    chosen = {part.strip().lower() for part in parts if part.strip()}
+    kinds = get_args(NonDocument)
+    unknown = sorted(chosen - set(kinds))
+    if unknown:
+        raise ValueError(f"unknown kind {', '.join(unknown)}; expected any of {', '.join(kinds)}")
+    return frozenset(chosen)
 
 
 def parse_kind_budgets(text: str) -> dict[str, int]:

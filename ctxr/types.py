@@ -16,7 +16,12 @@ from typing import Literal
 # document overwrites its points instead of duplicating them.
 CHUNK_NAMESPACE = uuid.UUID("6f1c2a8e-3b7d-5e9f-a1c4-0d2e8b7f6a53")
 
-DocumentKind = Literal["markdown", "code", "text", "html", "pdf", "conversation"]
+# rst, notebook and office documents are loaded as Markdown-like text (ctxr.enrich.load).
+DocumentKind = Literal[
+    "markdown", "code", "text", "html", "pdf", "conversation", "rst", "notebook", "office"
+]
+# Text that is not a document, skipped unless CTXR_INCLUDE names it (ctxr.enrich.load.kinds).
+NonDocument = Literal["markup", "minified", "lock", "data"]
 ContextKind = Literal["llm", "outline", "none"]
 # How a PDF's pages are joined in its text: a form feed between line breaks, so page numbers
 # come from counting form feeds (ctxr.enrich.split.pages) and a page break is a paragraph seam.
@@ -60,6 +65,9 @@ class Document:
     title: str
     sha256: str
     language: str | None = None
+    # A Markdown file's YAML front matter, scalars as text (ctxr.enrich.load.front_matter);
+    # written to each chunk's payload as `meta`, filterable as `meta.KEY`.
+    meta: Mapping[str, str | tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

@@ -68,7 +68,7 @@ def test_index_human_summary_and_strict(tmp_path: Path, monkeypatch: pytest.Monk
     result = run("index", corpus, "--index", tmp_path / "idx")
     assert result.exit_code == 3, result.output  # partial: a file failed, the rest is indexed
     assert "documents indexed" in result.stderr
-    assert "skipped 1 paths: 1 hidden file" in result.stderr
+    assert "skipped 1 path: 1 hidden file" in result.stderr
     assert "bad.txt" in result.stderr and "not valid UTF-8" in result.stderr
     strict = run("index", corpus, "--index", tmp_path / "idx", "--strict", "--json")
     assert strict.exit_code == 1

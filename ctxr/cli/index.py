@@ -6,11 +6,13 @@ import json
 import logging
 import sys
 from pathlib import Path
+from typing import get_args
 
 import click
 
 from ctxr.cli.options import index_option
 from ctxr.config import CHUNKINGS, CONTEXT_MODES, load_settings
+from ctxr.types import NonDocument
 
 # Exit status when some files could not be loaded and everything else was indexed.
 PARTIAL = 3
@@ -39,6 +41,14 @@ PARTIAL = 3
     help="LLM contexts through the provider's batch API: half price, within 24 h, resumable "
     "[CTXR_LLM_BATCH]",
 )
+@click.option(
+    "--include",
+    "include",
+    multiple=True,
+    type=click.Choice(get_args(NonDocument)),
+    help="also index this kind of non-document text (repeatable) [CTXR_INCLUDE]",
+)
+@click.option("-v", "--verbose", is_flag=True, help="list every skipped path and why")
 @click.option("--json", "as_json", is_flag=True, help="print the report as JSON")
 @click.option("--dry-run", is_flag=True, help="only estimate the cost; write nothing")
 def index_command(
@@ -51,6 +61,8 @@ def index_command(
     chunking: str | None,
     strict: bool,
     batch: bool | None,
+    include: tuple[str, ...],
+    verbose: bool,
     as_json: bool,
     dry_run: bool,
 ) -> None:
@@ -71,6 +83,7 @@ def index_command(
         chunk_tokens=chunk_tokens,
         chunking=chunking,
         llm_batch=batch,
+        include=list(include) or None,
     )
     plan = resolve_context(settings)
     if plan.kind == "llm" and not dry_run:
@@ -85,7 +98,7 @@ def index_command(
 
         models = [plan.model] if plan.kind == "llm" and plan.model else []
         result = estimate_paths(paths, settings, models=models, ignore_manifest=rebuild)
-        render.print_estimate(result, as_json)
+        render.print_estimate(result, as_json, verbose)
         return
     bar: Progress = NullProgress() if as_json else RichProgress(render.err_console)
     if isinstance(bar, RichProgress):
@@ -96,7 +109,7 @@ def index_command(
     if as_json:
         click.echo(json.dumps(report.to_json(), indent=2))
     else:
-        render.print_index_summary(report)
+        render.print_index_summary(report, verbose)
     if report.contexts and report.contexts.failures:
         sys.exit(1)  # some chunks have outline contexts in place of failed LLM ones
     if report.failed:

@@ -23,7 +23,7 @@ err_console = Console(stderr=True)
 out_console = Console()
 
 
-def print_index_summary(report: IndexReport) -> None:
+def print_index_summary(report: IndexReport, verbose: bool = False) -> None:
     table = Table(title=f"ctxr index: {report.index_dir}", show_header=False)
     table.add_row("files seen", str(report.files_seen))
     table.add_row("documents indexed", str(report.documents_indexed))
@@ -67,20 +67,24 @@ def print_index_summary(report: IndexReport) -> None:
         table.add_row("HNSW build", f"{report.optimize_seconds:.1f} s")
     err_console.print(table)
     if report.skipped:
-        reasons: dict[str, int] = {}
-        for skipped in report.skipped:
-            reasons[skipped.reason] = reasons.get(skipped.reason, 0) + 1
-        summary = ", ".join(f"{n} {reason}" for reason, n in sorted(reasons.items()))
-        err_console.print(f"skipped {len(report.skipped)} paths: {summary}", highlight=False)
+        from ctxr.enrich.load.kinds import summarize_skips
+
+        if verbose:
+            for skipped in report.skipped:
+                err_console.print(f"skipped: {skipped.path}: {skipped.reason}", highlight=False)
+        err_console.print(summarize_skips(s.reason for s in report.skipped), highlight=False)
     for path, reason in report.failed:
         err_console.print(f"[yellow]not indexed:[/] {path}: {reason}", highlight=False)
     for notice in report.notices:
         err_console.print(f"[yellow]note:[/] {notice}", highlight=False)
 
 
-def print_estimate(result: Estimate, as_json: bool) -> None:
+def print_estimate(result: Estimate, as_json: bool, verbose: bool = False) -> None:
     from ctxr.pipeline.estimate_report import render
 
+    if verbose and not as_json:
+        for skipped in result.skipped:
+            err_console.print(f"skipped: {skipped.path}: {skipped.reason}", highlight=False)
     if as_json:
         click.echo(json.dumps(result.to_json(), indent=2))
     else:

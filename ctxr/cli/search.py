@@ -33,7 +33,8 @@ from ctxr.errors import ConfigError
     "filter_exprs",
     multiple=True,
     metavar="KEY=VALUE",
-    help="payload filter, repeatable: source=docs/, kind=markdown, token_count>=50",
+    help="payload filter, repeatable: source=docs/, kind=markdown, token_count>=50, "
+    "meta.tags=api (front matter)",
 )
 @click.option("--merge", is_flag=True, help="merge adjacent hits of one document into passages")
 @click.option(

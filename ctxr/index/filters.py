@@ -10,8 +10,9 @@ A filter is a mapping from a payload field to a condition; all conditions must h
 Fields (`FIELDS`): the keyword fields `doc_id`, `title`, `kind`, `language`, `doc_sha256`,
 `heading_path` (matches any heading in the trail) and `context_kind` take a string or a list of
 strings; the integer fields `index`, `start`, `end` and `token_count` take an integer, a list of
-integers, or a range. An unknown field, operator or a value of the wrong type is a `ConfigError`
-naming the field.
+integers, or a range. `meta.KEY` matches a key of a Markdown file's YAML front matter
+(`meta.tags`: `"api"` or a list, any of them; every front matter value is kept as text).
+An unknown field, operator or a value of the wrong type is a `ConfigError` naming the field.
 
 `source` takes a string or a list of strings (any of them); each is one of:
 
@@ -58,7 +59,12 @@ FIELDS: dict[str, str] = {
     "token_count": INTEGER,
 }
 RANGE_OPERATORS = ("gt", "gte", "lt", "lte")
-_CLI_OPERATORS = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\s*(>=|<=|>|<|=)(.*)$")
+_CLI_OPERATORS = re.compile(
+    r"^([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_-]*)?)\s*(>=|<=|>|<|=)(.*)$"
+)
+# Front matter keys (`Document.meta`, written as the payload's `meta` object): `meta.tags`.
+META_PREFIX = "meta."
+_META_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 _CLI_RANGE = {">=": "gte", "<=": "lte", ">": "gt", "<": "lt"}
 _GLOB_CHARS = re.compile(r"[*?\[\]]")
 _EXT = re.compile(r"^\*\.([^*?\[\]/.]+)$")
@@ -105,9 +111,13 @@ def parse_filters(spec: Mapping[str, Any] | None) -> PayloadFilter | None:
         raise ConfigError(f"filters must be an object of field: condition, got {spec!r}")
     conditions: list[Condition] = []
     for key, value in spec.items():
+        if isinstance(key, str) and key.startswith(META_PREFIX):
+            conditions.append(_meta(key, value))
+            continue
         if key not in FIELDS:
             raise ConfigError(
-                f"unknown filter field {key!r}; filterable fields: {', '.join(FIELDS)}"
+                f"unknown filter field {key!r}; filterable fields: {', '.join(FIELDS)}, "
+                f"or {META_PREFIX}KEY for a Markdown front matter key"
             )
         conditions.append(_source(value) if key == "source" else _field(key, value))
     return AllOf(tuple(conditions)) if conditions else None
@@ -173,6 +183,26 @@ def _field(key: str, value: Any) -> Condition:
             what = "a string" if kind == KEYWORD else "an integer"
             raise ConfigError(f"filter field {key!r} takes {what} or a list of them, got {item!r}")
     return Match(key, tuple(dict.fromkeys(values)))
+
+
+def _meta(key: str, value: Any) -> Condition:
+    """`meta.tags`: any of the given texts (a number is matched as the text the loader kept)."""
+    name = key.removeprefix(META_PREFIX)
+    if not _META_KEY.match(name):
+        raise ConfigError(
+            f"filter field {key!r}: a front matter key is a plain name (letters, digits, _ "
+            "and -), e.g. meta.tags"
+        )
+    values = value if isinstance(value, list) else [value]
+    if isinstance(value, Mapping) or not values:
+        raise ConfigError(f"filter field {key!r} takes a value or a non-empty list of them")
+    for item in values:
+        if isinstance(item, bool) or not isinstance(item, str | int):
+            raise ConfigError(
+                f"filter field {key!r} takes a string or an integer, or a list of them; "
+                f"got {item!r}"
+            )
+    return Match(key, tuple(dict.fromkeys(str(item) for item in values)))
 
 
 def _source(value: Any) -> Condition:

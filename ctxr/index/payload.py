@@ -49,14 +49,29 @@ class ChunkPayload(TypedDict):
     text: str
     context: str
     context_kind: str
+    # A Markdown file's front matter (`Document.meta`); filters name its keys as `meta.KEY`.
+    meta: NotRequired[dict[str, str | list[str]]]
 
 
 def chunk_payload(document: Document, situated: ContextualChunk) -> ChunkPayload:
+    payload = _fields(document, situated)
+    if document.meta:
+        payload["meta"] = {
+            key: list(value) if isinstance(value, tuple) else value
+            for key, value in document.meta.items()
+        }
+    return payload
+
+
+def _fields(document: Document, situated: ContextualChunk) -> ChunkPayload:
     chunk = situated.chunk
+    where = source_fields(document.source)  # named, not **-unpacked: mypy then checks each key
     return {
         "doc_id": document.doc_id,
         "source": document.source,
-        **source_fields(document.source),
+        "source_dirs": where["source_dirs"],
+        "source_dir": where["source_dir"],
+        "source_ext": where["source_ext"],
         "title": document.title,
         "kind": document.kind,
         "language": document.language,

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ctxr.config import Settings
+from ctxr.enrich.load.kinds import is_kind_skip
 from ctxr.enrich.load.walk import disk_path, display_path
 from ctxr.enrich.situate.contexts import ContextPlan, resolve_context, situate_all
 from ctxr.index import components, integrity
@@ -215,7 +216,9 @@ def _load_changed(
     progress: Progress,
 ) -> list[Document]:
     todo: list[Document] = []
-    for document in load_paths(paths, settings.max_file_bytes, report, progress):
+    for document in load_paths(
+        paths, settings.max_file_bytes, report, progress, include=settings.include
+    ):
         if manifest.is_current(document.doc_id, document.sha256, recipe):
             report.documents_unchanged += 1
         else:
@@ -230,12 +233,15 @@ def _prune(
     report: IndexReport,
     index_dir: Path,
 ) -> None:
-    """Remove documents that were indexed from one of `paths`' directories and are gone now."""
+    """Remove documents that were indexed from one of `paths`' directories and are gone now, or
+    that this run skipped as binaries or non-documents (an SVG indexed by an older ctxr)."""
     roots = [display_path(p).rstrip("/") for p in paths if Path(p).is_dir()]
+    not_documents = {s.path for s in report.skipped if is_kind_skip(s.reason)}
     gone = [
         doc_id
         for doc_id, entry in manifest.documents.items()
-        if any(_under(entry.source, root) for root in roots) and not _on_disk(entry.source)
+        if any(_under(entry.source, root) for root in roots)
+        and (not _on_disk(entry.source) or entry.source in not_documents)
     ]
     if gone:
         store.delete_documents(gone)

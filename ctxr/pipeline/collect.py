@@ -7,14 +7,15 @@ both `Tally`s); one bad file is recorded and the walk goes on.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
 from ctxr.enrich.load.documents import load_document
-from ctxr.enrich.load.walk import Skipped, walk
-from ctxr.errors import LoadError
+from ctxr.enrich.load.kinds import non_document, skip_reason
+from ctxr.enrich.load.walk import Skipped, display_path, walk
+from ctxr.errors import BinaryFileError, LoadError
 from ctxr.progress import NullProgress, Progress
 from ctxr.types import Document
 
@@ -39,8 +40,13 @@ def load_paths(
     max_file_bytes: int,
     tally: Tally,
     progress: Progress | None = None,
+    include: Collection[str] = (),
 ) -> Iterator[Document]:
-    """Every loadable document under `paths`, in walk order; skips and failures go to `tally`."""
+    """Every loadable document under `paths`, in walk order; skips and failures go to `tally`.
+
+    Binaries and text that is not a document (`ctxr.enrich.load.kinds`) are skips, not
+    failures; `include` names the non-documents to load anyway (``CTXR_INCLUDE``).
+    """
     progress = progress or NullProgress()
     progress.start("files", None)
     for item in walk(paths, max_file_bytes):
@@ -49,8 +55,14 @@ def load_paths(
             continue
         tally.files_seen += 1
         progress.advance("files")
+        kind = non_document(item, include)
+        if kind is not None:
+            tally.skipped.append(Skipped(display_path(item), skip_reason(kind)))
+            continue
         try:
             yield load_document(item)
+        except BinaryFileError as exc:  # no telling suffix, but NUL bytes: a binary, not a fault
+            tally.skipped.append(Skipped(exc.path, exc.reason))
         except LoadError as exc:
             tally.failed.append((exc.path, exc.reason))
             progress.note(f"skipped {exc}")

@@ -80,7 +80,7 @@ def default_model(settings: Settings) -> str:
 def estimate_paths(paths: Sequence[str | Path], settings: Settings, **options: Any) -> Estimate:
     """Estimate indexing files and folders, loaded exactly as `build_index` loads them."""
     tally = LoadTally()
-    documents = list(load_paths(paths, settings.max_file_bytes, tally))
+    documents = list(load_paths(paths, settings.max_file_bytes, tally, include=settings.include))
     result = estimate_documents(documents, settings, **options)
     result.files_seen, result.skipped, result.failed = tally.files_seen, tally.skipped, tally.failed
     return result

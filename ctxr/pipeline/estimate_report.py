@@ -12,6 +12,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from ctxr.enrich.load.kinds import summarize_skips
 from ctxr.enrich.load.walk import Skipped
 from ctxr.llm.base import Usage
 from ctxr.llm.pricing import PER_MILLION, ModelPrice
@@ -267,5 +268,7 @@ def render(estimate: Estimate, console: Console, top: int = 5) -> None:
         f"embedder {estimate.embedder}; prices read {estimate.prices_read}.",
         highlight=False,
     )
+    if estimate.skipped:
+        console.print(summarize_skips(s.reason for s in estimate.skipped), highlight=False)
     for note in estimate.notes:
         console.print(f"note: {note}", highlight=False)

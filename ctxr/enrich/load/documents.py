@@ -10,9 +10,15 @@ import codecs
 import re
 from pathlib import Path
 
+from ctxr.enrich.headings import heading_text
 from ctxr.enrich.load.chat import as_conversation
+from ctxr.enrich.load.front_matter import front_matter
 from ctxr.enrich.load.html import HTML_SUFFIXES, extract_html
+from ctxr.enrich.load.kinds import is_binary_name
+from ctxr.enrich.load.notebook import load_notebook
+from ctxr.enrich.load.office import OFFICE_SUFFIXES, load_office
 from ctxr.enrich.load.pdf import load_pdf
+from ctxr.enrich.load.rst import RST_SUFFIXES, load_rst
 from ctxr.enrich.load.walk import display_path
 from ctxr.errors import BinaryFileError, LoadError, UndecodableFileError
 from ctxr.types import Document, DocumentKind, text_hash
@@ -25,12 +31,6 @@ CODE_LANGUAGES = {
     ".cpp": "cpp", ".cxx": "cpp", ".hpp": "cpp", ".hh": "cpp", ".cs": "csharp",
     ".rb": "ruby", ".php": "php", ".swift": "swift", ".kt": "kotlin", ".scala": "scala",
     ".sh": "bash", ".bash": "bash", ".sql": "sql", ".lua": "lua", ".r": "r",
-}  # fmt: skip
-# Files whose suffix alone says they are not text; sniffing still catches the rest.
-BINARY_SUFFIXES = {
-    ".png", ".jpg", ".jpeg", ".gif", ".webp", ".ico", ".zip", ".gz", ".tar", ".bz2",
-    ".xz", ".7z", ".so", ".dylib", ".dll", ".exe", ".bin", ".onnx", ".pyc", ".whl", ".class",
-    ".jar", ".woff", ".woff2", ".ttf", ".mp3", ".mp4", ".wav", ".sqlite", ".db", ".parquet",
 }  # fmt: skip
 _SNIFF_BYTES = 8192
 # Longest first: the UTF-32-LE mark begins with the UTF-16-LE one.
@@ -49,6 +49,12 @@ def kind_of(path: Path) -> tuple[DocumentKind, str | None]:
         return "markdown", None
     if suffix in HTML_SUFFIXES:
         return "html", None
+    if suffix in RST_SUFFIXES:
+        return "rst", None
+    if suffix == ".ipynb":
+        return "notebook", None
+    if suffix in OFFICE_SUFFIXES:
+        return "office", None
     if suffix in CODE_LANGUAGES:
         return "code", CODE_LANGUAGES[suffix]
     return "text", None
@@ -59,7 +65,9 @@ def load_document(path: Path) -> Document:
     source = display_path(path)  # a name that is not UTF-8 keeps its bytes as escapes
     if path.suffix.lower() == ".pdf":
         return load_pdf(path)  # kind "pdf": the pages' text layer, see ctxr.enrich.load.pdf
-    if path.suffix.lower() in BINARY_SUFFIXES:
+    if path.suffix.lower() in OFFICE_SUFFIXES:
+        return load_office(path)  # kind "office": Markdown through markitdown
+    if is_binary_name(path):  # the corpus walk skips these first (ctxr.enrich.load.kinds)
         raise BinaryFileError(source, "binary file type; convert it to text to index it")
     try:
         raw = path.read_bytes()
@@ -82,6 +90,10 @@ def load_document(path: Path) -> Document:
     if not text.strip():
         raise LoadError(source, "contains only whitespace; nothing to index")
     kind, language = kind_of(path)
+    if kind == "rst":
+        return load_rst(path, text)
+    if kind == "notebook":
+        return load_notebook(path, text)
     if kind == "html":  # the chunks store, and their offsets refer to, the extracted text
         page = extract_html(text)
         if not page.text.strip():
@@ -102,6 +114,7 @@ def load_document(path: Path) -> Document:
         title=_title(text, kind, path),
         sha256=text_hash(text),
         language=language,
+        meta=front_matter(text) if kind == "markdown" else {},
     )
 
 
@@ -109,5 +122,5 @@ def _title(text: str, kind: DocumentKind, path: Path) -> str:
     if kind == "markdown":
         match = _H1.search(text)
         if match:
-            return match.group(1).strip()
+            return heading_text(match.group(1)) or path.name
     return path.name

@@ -4,7 +4,8 @@
 
 * ``markdown``: sections by heading, merged while small, split by blocks and lines when large
   (see ``ctxr.enrich.split.markdown``); no overlap by default, since sections are natural units.
-* ``html``: the Markdown splitting of the page's extracted text (see ``ctxr.enrich.load.html``).
+* ``html``: the Markdown splitting of the page's extracted text (see ``ctxr.enrich.load.html``);
+  so are ``rst``, ``notebook`` and ``office`` (their loaders render Markdown-like text).
 * ``text``: recursive prose splitting by paragraphs, lines, sentences and words, with an
   overlap of 10% of ``max_tokens`` by default (see ``ctxr.enrich.split.recursive``).
 * ``code``: syntax-tree boundaries (functions, classes, methods) with tree-sitter for the
@@ -40,7 +41,12 @@ from ctxr.errors import ConfigError
 from ctxr.tokens import DEFAULT_ENCODING
 from ctxr.types import Chunk, Document, DocumentKind, chunk_id_for
 
-__all__ = ["default_overlap", "split_document"]
+__all__ = ["MARKDOWN_LIKE", "default_overlap", "split_document"]
+
+# Kinds whose loaders render Markdown-like text: HTML, reStructuredText, notebooks, Office/EPUB.
+MARKDOWN_LIKE: frozenset[DocumentKind] = frozenset(
+    {"markdown", "html", "rst", "notebook", "office"}
+)
 
 
 def default_overlap(kind: DocumentKind, max_tokens: int) -> int:
@@ -69,7 +75,7 @@ def split_document(
             f"got {overlap}"
         )
     sizer = Sizer(doc.text, encoding)
-    if doc.kind in ("markdown", "html"):  # HTML is loaded as Markdown-like text
+    if doc.kind in MARKDOWN_LIKE:  # loaded as Markdown-like text (ctxr.enrich.load)
         pieces = split_markdown(sizer, max_tokens, overlap)
     elif doc.kind == "conversation":
         pieces = split_conversation(sizer, max_tokens, overlap)

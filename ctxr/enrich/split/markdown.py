@@ -3,7 +3,8 @@
 Structure recognised (a deliberate subset of CommonMark):
 
 * ATX headings (``#`` to ``######`` followed by a space or the line end, at most three spaces
-  of indent; closing ``#``s are dropped) and setext headings (a single paragraph line under
+  of indent; closing ``#``s and a MkDocs/Pandoc attribute list such as ``{ #install }`` are
+  dropped from the trail) and setext headings (a single paragraph line under
   ``===`` for level 1 or ``---`` for level 2; the line must not continue a paragraph nor be a
   list item or a quote, so a ``---`` rule after text in a list stays a rule).
 * Fenced code blocks (``````` or ``~~~``, closed by the same character at least as long; an
@@ -38,6 +39,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ctxr.enrich.headings import heading_text
 from ctxr.enrich.split.recursive import Level, add_overlap, lines, sentences, split_span
 from ctxr.enrich.split.sizing import Piece, Sized, Sizer, Span, trim
 
@@ -122,7 +124,7 @@ def _scan(text: str) -> _Structure:
             continue
         atx = _ATX.match(row)
         if atx:
-            title = _ATX_CLOSING.sub("", atx.group(2)).strip()
+            title = heading_text(_ATX_CLOSING.sub("", atx.group(2)))
             found.headings.append((starts[i], len(atx.group(1)), title))
             found.heading_ends.add(ends[i])
             i, after_paragraph = i + 1, False
@@ -134,7 +136,7 @@ def _scan(text: str) -> _Structure:
             setext = _SETEXT.match(rows[i + 1])
             if setext:
                 level = 1 if setext.group(1)[0] == "=" else 2
-                found.headings.append((starts[i], level, row.strip()))
+                found.headings.append((starts[i], level, heading_text(row)))
                 found.heading_ends.add(ends[i + 1])
                 i, after_paragraph = i + 2, False
                 continue
