@@ -25,6 +25,7 @@ COMMANDS: dict[str, str] = {
     "estimate": "ctxr.cli.estimate:estimate_command",
     "search": "ctxr.cli.search:search_command",
     "serve": "ctxr.cli.serve:serve_command",
+    "mcp": "ctxr.cli.mcp:mcp_command",
     "split": "ctxr.cli.split:split_command",
     "eval": "ctxr.cli.eval:eval_command",
 }
