@@ -72,10 +72,20 @@ ends mid-thought, or to read what precedes a code symbol or follows a heading. O
 answer are the document's own, so a wider window can be asked for the same span."""
 
 
+class Hit(HitModel):
+    """The HTTP API's hit; `flags` only when something failed, as POST /search leaves it out."""
+
+    flags: list[str] | None = Field(
+        None,
+        description='why a hit is not as asked, e.g. "rerank failed: timeout"',
+        exclude_if=lambda value: value is None,
+    )
+
+
 class SearchResult(BaseModel):
     query: str
     mode: str
-    hits: list[HitModel] = Field(description="best first; the HTTP API's hit schema")
+    hits: list[Hit] = Field(description="best first; the HTTP API's hit schema")
 
 
 class DocumentPage(DocumentResponse):
