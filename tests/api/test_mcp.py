@@ -293,3 +293,40 @@ def test_mcp_command_help_and_a_bad_address() -> None:
     assert result.exit_code == 0 and "--http" in result.output and "stdio" in result.output
     bad = CliRunner().invoke(main, ["mcp", "--http", "nowhere"])
     assert bad.exit_code == 2 and "HOST:PORT" in bad.output
+
+
+def test_mcp_http_command_serves_behind_the_token(
+    examples_index: BuiltIndex, tmp_path: Path
+) -> None:
+    import os
+    import socket
+    import subprocess
+
+    with socket.socket() as probe:  # a free port for the child to bind
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    params = _stdio(examples_index.index_dir, "--http", f"127.0.0.1:{port}")
+    env = {**os.environ, "CTXR_API_TOKEN": TOKEN}
+    log = (tmp_path / "server.log").open("w")
+    child = subprocess.Popen([params.command, *params.args], cwd=ROOT, env=env, stderr=log)
+    try:
+        url = f"http://127.0.0.1:{port}/mcp"
+        deadline = time.monotonic() + 60
+        while True:
+            assert child.poll() is None, (tmp_path / "server.log").read_text()
+            try:
+                if httpx.post(url, json={}).status_code == 401:
+                    break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline, "ctxr mcp --http did not start"
+                time.sleep(0.1)
+
+        async def body(session: ClientSession) -> None:
+            result = await session.call_tool("search", {"query": QUERY, "k": 2})
+            assert not result.is_error and len(result.structured_content["hits"]) == 2
+
+        _run_http(url, TOKEN, body)
+    finally:
+        child.terminate()
+        child.wait(timeout=20)
+        log.close()
