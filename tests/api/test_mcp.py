@@ -234,7 +234,7 @@ class _Uvicorn:
         self.thread.join(timeout=10)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="class")
 def mcp_url(examples_index: BuiltIndex) -> Iterator[str]:
     settings = _settings(examples_index, api_token=TOKEN)
     holder = IndexHolder(settings)
@@ -261,27 +261,29 @@ def _run_http(url: str, token: str | None, body: Session) -> None:
     asyncio.run(asyncio.wait_for(drive(), timeout=120))
 
 
-def test_http_with_the_token_lists_tools_and_searches(
-    mcp_url: str, examples_index: BuiltIndex
-) -> None:
-    async def body(session: ClientSession) -> None:
-        await _search_checks(session, examples_index)
-        bad = await session.call_tool("get_passage", {"doc_id": "x", "start": -1, "end": 3})
-        assert bad.is_error and "start" in _text(bad).splitlines()
+class TestHttp:
+    """In-process uvicorn over the class's own server: the shard is released when it ends."""
 
-    _run_http(mcp_url, TOKEN, body)
+    def test_with_the_token_lists_tools_and_searches(
+        self, mcp_url: str, examples_index: BuiltIndex
+    ) -> None:
+        async def body(session: ClientSession) -> None:
+            await _search_checks(session, examples_index)
+            bad = await session.call_tool("get_passage", {"doc_id": "x", "start": -1, "end": 3})
+            assert bad.is_error and "start" in _text(bad).splitlines()
 
+        _run_http(mcp_url, TOKEN, body)
 
-def test_http_without_the_token_is_401_before_any_mcp(mcp_url: str) -> None:
-    hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}
-    for headers in ({}, {"Authorization": "Bearer wrong"}):
-        response = httpx.post(mcp_url, json=hello, headers=headers)
-        assert response.status_code == 401 and response.headers["www-authenticate"] == "Bearer"
-        assert TOKEN not in response.text
-    # The SDK's own client is refused at once (an error, not a hang or a session).
-    with pytest.raises(ExceptionGroup) as refused:
-        _run_http(mcp_url, "wrong", _nothing)
-    assert refused.group_contains(MCPError, match="error response", depth=2)
+    def test_without_the_token_is_401_before_any_mcp(self, mcp_url: str) -> None:
+        hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}
+        for headers in ({}, {"Authorization": "Bearer wrong"}):
+            response = httpx.post(mcp_url, json=hello, headers=headers)
+            assert response.status_code == 401 and response.headers["www-authenticate"] == "Bearer"
+            assert TOKEN not in response.text
+        # The SDK's own client is refused at once (an error, not a hang or a session).
+        with pytest.raises(ExceptionGroup) as refused:
+            _run_http(mcp_url, "wrong", _nothing)
+        assert refused.group_contains(MCPError, match="error response", depth=2)
 
 
 async def _nothing(session: ClientSession) -> None:
