@@ -26,6 +26,7 @@ COMMANDS: dict[str, str] = {
     "search": "ctxr.cli.search:search_command",
     "serve": "ctxr.cli.serve:serve_command",
     "doctor": "ctxr.cli.doctor:doctor_command",
+    "mcp": "ctxr.cli.mcp:mcp_command",
     "split": "ctxr.cli.split:split_command",
     "eval": "ctxr.cli.eval:eval_command",
 }

@@ -29,6 +29,7 @@ from ctxr.index.manifest import Manifest
 from ctxr.index.payload import ChunkPayload
 from ctxr.index.store import factory as store_factory
 from ctxr.index.store.base import ScoredRecord
+from ctxr.retrieve.around import passage_around
 from ctxr.retrieve.expand import expand_parents
 from ctxr.retrieve.fusion import Fused, FusionParams, fuse
 from ctxr.retrieve.passages import merge_adjacent
@@ -217,6 +218,11 @@ class SearchService:
             "indexed_at": entry.indexed_at if entry else None,
             "chunks": [_chunk(r) for r in records],
         }
+
+    def passage(self, doc_id: str, start: int, end: int, window: int = 0) -> dict[str, Any] | None:
+        """The exact indexed text of `[start, end)` of a document, `window` characters either
+        side (`ctxr.retrieve.around`); None when the document or the span is unknown."""
+        return passage_around(self._payloads(doc_id), start, end, window)
 
     def stats(self) -> dict[str, Any]:
         return {

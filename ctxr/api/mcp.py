@@ -1,0 +1,280 @@
+"""The MCP server (`ctxr mcp`): an index's search as tools an agent can call.
+
+Built on the official `mcp` SDK (2.x, `MCPServer`; the `mcp` extra). Three tools and one
+resource, over stdio (one client: Claude Desktop, Claude Code, an IDE) or the streamable HTTP
+transport (`ctxr mcp --http HOST:PORT`), which sits behind the same `Guard` as `ctxr serve`:
+the bearer token `CTXR_API_TOKEN`, the body limit and the JSON access log.
+
+- `search`: the hybrid search of the HTTP API's POST /search; hits have its schema
+  (`ctxr.api.models.HitModel`, written by `Hit.to_json`).
+- `get_document`: a document's chunks in order, each with its context, a page at a time.
+- `get_passage`: the exact text around a hit, rebuilt from the index (`ctxr.retrieve.around`).
+- resource `ctxr://index/stats`: what GET /stats answers.
+
+The index opens on the first call and stays open; a call that finds no index (or one that does
+not match the settings) gets a tool error saying so and what to run, and the next call tries
+again, so an agent started before `ctxr index` recovers without a restart. Bad arguments are
+refused by the SDK's argument model before any tool runs, as a tool error naming the field.
+
+No `from __future__ import annotations` here: the SDK reads the tools' signatures, whose
+limits come from the settings of this server (closure variables a string annotation loses).
+"""
+
+import json
+import logging
+import threading
+from typing import Annotated, Any, Literal
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import AfterValidator, BaseModel, Field
+from starlette.types import ASGIApp
+
+from ctxr.api.guard import Guard
+from ctxr.api.models import DocumentResponse, HitModel
+from ctxr.api.stats import stats_response
+from ctxr.config import Settings
+from ctxr.errors import ConfigError, CtxrError
+from ctxr.index.filters import parse_filters
+from ctxr.retrieve.service import SearchService
+
+log = logging.getLogger("ctxr.mcp")
+STATS_URI = "ctxr://index/stats"
+MCP_PATH = "/mcp"
+
+INSTRUCTIONS = """\
+Search a local document index (docs, code, notes) built with ctxr. Start with `search`; every
+hit names its document (`doc_id`, `source`), its section (`heading_path`) and its character
+span (`start`, `end`). Use `get_passage` with a hit's doc_id/start/end when the hit is cut off
+or you need the surrounding text, and `get_document` to read a whole document in order. Cite
+hits by source and heading."""
+
+SEARCH_DOC = """\
+Search the index for chunks relevant to a question or keywords; returns up to k hits, best
+first. Each hit has `text` (the chunk, verbatim from the source), `context` (one or two
+sentences situating it in its document), `source` and `doc_id` (the file), `heading_path` (the
+section trail or code symbol), `start`/`end` (character offsets in the document) and `score`.
+Modes: "hybrid" (default; meaning and exact words), "bm25" (exact identifiers, error codes,
+names), "dense" (paraphrases, concepts). Use `filters` to restrict by payload fields, e.g.
+{"source": "docs/"} (a path prefix), {"kind": ["markdown", "code"]}, {"language": "python"},
+{"token_count": {"gte": 50}}. Set merge=true to join adjacent hits of one document."""
+
+DOCUMENT_DOC = """\
+Read one indexed document in order: its chunks with their contexts, headings and offsets.
+`doc_id` is a hit's `doc_id` (the source path). Long documents come a page at a time: pass
+`first_chunk` = the previous answer's `next_chunk` to continue (null when done). Prefer
+`get_passage` when you only need the text around one hit."""
+
+PASSAGE_DOC = """\
+The exact text of a document around a span, typically a search hit's `doc_id`, `start` and
+`end`, with `window` characters before and after (default 600). Use it when a hit starts or
+ends mid-thought, or to read what precedes a code symbol or follows a heading. Offsets in the
+answer are the document's own, so a wider window can be asked for the same span."""
+
+
+class Hit(HitModel):
+    """The HTTP API's hit; `flags` only when something failed, as POST /search leaves it out."""
+
+    flags: list[str] | None = Field(
+        None,
+        description='why a hit is not as asked, e.g. "rerank failed: timeout"',
+        exclude_if=lambda value: value is None,
+    )
+
+
+class SearchResult(BaseModel):
+    query: str
+    mode: str
+    hits: list[Hit] = Field(description="best first; the HTTP API's hit schema")
+
+
+class DocumentPage(DocumentResponse):
+    total_chunks: int
+    next_chunk: int | None = Field(description="first_chunk for the next page; null when done")
+
+
+class Passage(BaseModel):
+    doc_id: str
+    source: str
+    start: int
+    end: int
+    heading_path: list[str]
+    text: str = Field(description="exactly the document's text from start to end")
+
+
+class IndexHolder:
+    """The server's one search service, opened on first use; a failed open is retried on the
+    next call rather than remembered, so building the index later needs no restart."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._service: SearchService | None = None
+        self._lock = threading.Lock()
+
+    def get(self) -> SearchService:
+        with self._lock:
+            if self._service is None:
+                try:
+                    self._service = SearchService(self.settings)
+                except CtxrError as exc:
+                    raise ToolError(str(exc)) from None
+                except Exception as exc:  # a broken shard may raise anything; say so, not crash
+                    log.exception("cannot open the index")
+                    raise ToolError(
+                        f"cannot open the index at {self.settings.index_dir}: {exc!r}"
+                    ) from None
+            return self._service
+
+    def close(self) -> None:
+        with self._lock:
+            if self._service is not None:
+                self._service.close()
+                self._service = None
+
+
+def _valid_filters(value: dict[str, Any] | None) -> dict[str, Any] | None:
+    try:
+        parse_filters(value)
+    except ConfigError as exc:
+        raise ValueError(str(exc)) from None
+    return value
+
+
+def create_server(settings: Settings, holder: IndexHolder | None = None) -> MCPServer:
+    """The MCP server over the index `settings` names (tools, resource, instructions)."""
+    holder = holder or IndexHolder(settings)
+    query_text = Annotated[
+        str,
+        Field(min_length=1, max_length=settings.api_max_query_chars, pattern=r"\S",
+              description="what to look for: a question, keywords or an identifier"),
+    ]  # fmt: skip
+    server = MCPServer("ctxr", instructions=INSTRUCTIONS, version=_version())
+
+    @server.tool(description=SEARCH_DOC)
+    def search(
+        query: query_text,
+        k: Annotated[int, Field(ge=1, le=settings.api_max_k, description="hits wanted")] = 8,
+        mode: Literal["hybrid", "dense", "bm25"] = "hybrid",
+        filters: Annotated[
+            dict[str, Any] | None,
+            AfterValidator(_valid_filters),
+            Field(description='payload filters, e.g. {"source": "docs/"}'),
+        ] = None,
+        merge: bool = False,
+    ) -> SearchResult:
+        service = holder.get()
+        try:
+            hits = service.search(query, k, mode, filters=filters, merge=merge)
+        except CtxrError as exc:
+            raise ToolError(str(exc)) from None
+        return SearchResult.model_validate(
+            {"query": query, "mode": mode, "hits": [h.to_json() for h in hits]}
+        )
+
+    @server.tool(description=DOCUMENT_DOC)
+    def get_document(
+        doc_id: Annotated[str, Field(min_length=1, description="a hit's doc_id")],
+        first_chunk: Annotated[int, Field(ge=0, description="index of the first chunk")] = 0,
+        max_chunks: Annotated[int, Field(ge=1, le=200, description="chunks per page")] = 40,
+    ) -> DocumentPage:
+        found = _call(lambda: holder.get().document(doc_id))
+        if found is None:
+            raise ToolError(_unknown(doc_id))
+        chunks = found["chunks"]
+        page = chunks[first_chunk : first_chunk + max_chunks]
+        after = first_chunk + len(page)
+        return DocumentPage.model_validate(
+            {**found, "chunks": page, "total_chunks": len(chunks),
+             "next_chunk": after if after < len(chunks) else None}
+        )  # fmt: skip
+
+    @server.tool(description=PASSAGE_DOC)
+    def get_passage(
+        doc_id: Annotated[str, Field(min_length=1, description="a hit's doc_id")],
+        start: Annotated[int, Field(ge=0, description="a hit's start offset")],
+        end: Annotated[int, Field(ge=1, description="a hit's end offset (after start)")],
+        window: Annotated[int, Field(ge=0, le=20_000, description="characters each side")] = 600,
+    ) -> Passage:
+        if end <= start:
+            raise ToolError(f"end ({end}) must be greater than start ({start})")
+        service = holder.get()
+        found = _call(lambda: service.passage(doc_id, start, end, window))
+        if found is None:
+            if _call(lambda: service.document(doc_id)) is None:
+                raise ToolError(_unknown(doc_id))
+            raise ToolError(
+                f"no indexed text at {start}-{end} of {doc_id!r}; take start and end from a "
+                "search hit or a get_document chunk"
+            )
+        source = str(found.pop("source", doc_id))
+        return Passage.model_validate({"doc_id": doc_id, "source": source, **found})
+
+    @server.resource(
+        STATS_URI,
+        name="index-stats",
+        description="The index: points, documents, what it was built with, search limits, age",
+        mime_type="application/json",
+    )
+    def index_stats() -> str:
+        service = holder.get()
+        return json.dumps(_call(lambda: stats_response(service, settings)).model_dump())
+
+    return server
+
+
+def _call(work: Any) -> Any:
+    """Run `work`; a deliberate ctxr error (a store that went away) becomes a tool error."""
+    try:
+        return work()
+    except CtxrError as exc:
+        raise ToolError(str(exc)) from None
+
+
+def _unknown(doc_id: str) -> str:
+    shown = doc_id if len(doc_id) <= 200 else doc_id[:200] + "..."
+    return f"no document {shown!r} in the index; use a search hit's doc_id (its source path)"
+
+
+def http_app(settings: Settings, server: MCPServer, host: str) -> ASGIApp:
+    """The streamable HTTP app at /mcp, behind the API's guard (token, body limit, log)."""
+    token = settings.api_token.get_secret_value() if settings.api_token else None
+    app = server.streamable_http_app(streamable_http_path=MCP_PATH, host=host)
+    return Guard(
+        app,
+        token=token,
+        max_body_bytes=settings.api_max_body_bytes,
+        log_requests=settings.api_access_log,
+        open_paths=frozenset(),
+    )
+
+
+def serve_stdio(settings: Settings) -> None:
+    """Serve one client over stdin/stdout until it closes the pipe."""
+    holder = IndexHolder(settings)
+    try:
+        create_server(settings, holder).run("stdio")
+    finally:
+        holder.close()
+
+
+def serve_http(settings: Settings, host: str, port: int) -> None:
+    """Serve the streamable HTTP transport on uvicorn until interrupted."""
+    import anyio
+    import uvicorn
+
+    holder = IndexHolder(settings)
+    app = http_app(settings, create_server(settings, holder), host)
+    config = uvicorn.Config(app, host=host, port=port, access_log=False, log_level="info")
+    try:
+        anyio.run(uvicorn.Server(config).serve)
+    finally:
+        holder.close()
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("ctxr")
+    except PackageNotFoundError:
+        return "0.0.0"

@@ -1,0 +1,334 @@
+"""`ctxr mcp` through the MCP SDK's own client: over stdio (a `ctxr mcp` subprocess) and over
+the streamable HTTP transport (a real uvicorn on loopback, behind the API's bearer token).
+
+The index is the session's examples index, built by the real pipeline with the real embedder.
+A qdrant-edge shard is open in one process at a time, so each test's server is closed before
+the next one starts (the stdio subprocess exits when its client leaves).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import threading
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from click.testing import CliRunner
+from conftest import ROOT, BuiltIndex
+
+mcp = pytest.importorskip("mcp", reason="the MCP SDK is not installed: pip install 'ctxr[mcp]'")
+
+import uvicorn  # noqa: E402
+from mcp import ClientSession, StdioServerParameters  # noqa: E402
+from mcp.client.stdio import stdio_client  # noqa: E402
+from mcp.client.streamable_http import streamable_http_client  # noqa: E402
+from mcp.shared.exceptions import MCPError  # noqa: E402
+
+from ctxr.api.mcp import IndexHolder, create_server, http_app  # noqa: E402
+from ctxr.api.models import HitModel  # noqa: E402
+from ctxr.cli import main  # noqa: E402
+from ctxr.config import Settings, load_settings  # noqa: E402
+from ctxr.retrieve.service import SearchService  # noqa: E402
+
+TOKEN = "mcp-test-token"
+QUERY = "fix LUM-E310 migration lock held"
+HIT_FIELDS = {"rank", "chunk_id", "doc_id", "source", "start", "end", "heading_path", "text",
+              "context", "score", "scores"}  # fmt: skip
+# A ClientSession (stdio, HTTP) or the SDK's in-process Client: both have the calls used here.
+Session = Callable[[Any], Awaitable[None]]
+
+
+def _stdio(index_dir: Path, *extra: str) -> StdioServerParameters:
+    # The installed `ctxr` script beside this interpreter: the entry point a client runs.
+    script = Path(sys.executable).with_name("ctxr")
+    command, args = (str(script), []) if script.exists() else (sys.executable, ["-c", _MAIN])
+    return StdioServerParameters(
+        command=command, args=[*args, "mcp", "--index", str(index_dir), *extra], cwd=str(ROOT)
+    )
+
+
+_MAIN = "from ctxr.cli import main; main()"
+
+
+def _run_stdio(index_dir: Path, body: Session) -> None:
+    async def drive() -> None:
+        async with (
+            stdio_client(_stdio(index_dir)) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            await body(session)
+
+    asyncio.run(asyncio.wait_for(drive(), timeout=120))
+
+
+def _text(result: Any) -> str:
+    return "\n".join(c.text for c in result.content if getattr(c, "type", "") == "text")
+
+
+async def _search_checks(session: ClientSession, index: BuiltIndex) -> None:
+    tools = {t.name: t for t in (await session.list_tools()).tools}
+    assert set(tools) == {"search", "get_document", "get_passage"}
+    assert all(len(t.description or "") > 200 for t in tools.values())  # written for a model
+    schema = tools["search"].input_schema
+    assert schema["required"] == ["query"]
+    assert set(schema["properties"]) == {"query", "k", "mode", "filters", "merge"}
+
+    result = await session.call_tool("search", {"query": QUERY, "k": 3})
+    assert not result.is_error, _text(result)
+    hits = result.structured_content["hits"]
+    assert [h["rank"] for h in hits] == [1, 2, 3]
+    assert hits[0]["source"] == "examples/docs/faq.md" and "LUM-E310" in hits[0]["text"]
+    # The HTTP API's hit schema, as `Hit.to_json` writes it (the shard is the server's, so
+    # the Python API's own hits are compared in the in-process test).
+    assert all(set(h) == HIT_FIELDS and HitModel.model_validate(h) for h in hits)
+    assert json.loads(_text(result))["hits"] == hits  # text content mirrors structured
+
+    filtered = await session.call_tool(
+        "search",
+        {"query": "cache", "k": 5, "mode": "bm25", "filters": {"source": "examples/lumen/"}},
+    )
+    assert not filtered.is_error, _text(filtered)
+    sources = {h["source"] for h in filtered.structured_content["hits"]}
+    assert sources and all(s.startswith("examples/lumen/") for s in sources)
+
+
+def _settings(index: BuiltIndex, **overrides: Any) -> Settings:
+    return load_settings(index_dir=index.index_dir, cache_dir=index.cache_dir, **overrides)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "field"),
+    [
+        ({"query": QUERY, "k": 0}, "k"),
+        ({"query": QUERY, "k": 101}, "k"),
+        ({"k": 3}, "query"),
+        ({"query": "   "}, "query"),
+        ({"query": QUERY, "mode": "fuzzy"}, "mode"),
+        ({"query": QUERY, "filters": {"colour": "red"}}, "filters"),
+        ({"query": QUERY, "k": "many"}, "k"),
+    ],
+)
+def test_bad_arguments_are_tool_errors_naming_the_field(
+    examples_index: BuiltIndex, arguments: dict[str, Any], field: str
+) -> None:
+    async def body(session: ClientSession) -> None:
+        result = await session.call_tool("search", arguments)
+        assert result.is_error
+        lines = _text(result).splitlines()
+        assert field in lines, lines  # pydantic names the field on a line of its own
+        after = await session.call_tool("search", {"query": QUERY, "k": 1})  # still serving
+        assert not after.is_error
+
+    asyncio.run(_in_process(_settings(examples_index), body))
+
+
+async def _in_process(settings: Settings, body: Session) -> None:
+    from mcp.client import Client
+
+    holder = IndexHolder(settings)
+    try:
+        async with Client(create_server(settings, holder)) as client:
+            await body(client)
+    finally:
+        holder.close()
+
+
+def test_in_process_hits_are_the_python_apis(examples_index: BuiltIndex) -> None:
+    settings = _settings(examples_index)
+    with SearchService(settings) as service:
+        expected = [h.to_json() for h in service.search(QUERY, 4, "hybrid")]
+
+    async def body(client: Any) -> None:
+        result = await client.call_tool("search", {"query": QUERY, "k": 4})
+        assert result.structured_content["hits"] == expected
+
+    asyncio.run(_in_process(settings, body))
+
+
+def test_stdio_subprocess_lists_tools_searches_and_reads(examples_index: BuiltIndex) -> None:
+    async def body(session: ClientSession) -> None:
+        await _search_checks(session, examples_index)
+        await _document_and_passage_checks(session)
+        stats = await session.read_resource("ctxr://index/stats")
+        body = json.loads(stats.contents[0].text)
+        assert body["points"] == examples_index.report.points_total and body["documents"] == 10
+
+    _run_stdio(examples_index.index_dir, body)
+
+
+async def _document_and_passage_checks(session: ClientSession) -> None:
+    hit = (await session.call_tool("search", {"query": QUERY, "k": 1})).structured_content["hits"][
+        0
+    ]
+    text = (ROOT / hit["source"]).read_bytes().decode("utf-8-sig")
+
+    page = await session.call_tool("get_document", {"doc_id": hit["doc_id"], "max_chunks": 2})
+    assert not page.is_error, _text(page)
+    doc = page.structured_content
+    assert [c["index"] for c in doc["chunks"]] == [0, 1] and doc["next_chunk"] == 2
+    assert all(text[c["start"] : c["end"]] == c["text"] for c in doc["chunks"])
+    rest = await session.call_tool(
+        "get_document", {"doc_id": hit["doc_id"], "first_chunk": 2, "max_chunks": 200}
+    )
+    assert rest.structured_content["next_chunk"] is None
+    assert len(rest.structured_content["chunks"]) == doc["total_chunks"] - 2
+
+    passage = await session.call_tool(
+        "get_passage",
+        {"doc_id": hit["doc_id"], "start": hit["start"], "end": hit["end"], "window": 120},
+    )
+    assert not passage.is_error, _text(passage)
+    p = passage.structured_content
+    assert p["text"] == text[p["start"] : p["end"]]  # exact, straight from the index
+    assert p["start"] < hit["start"] and p["end"] > hit["end"]
+    assert hit["text"] in p["text"]
+
+    for args, words in [
+        ({"doc_id": "examples/no/such.md"}, "no document 'examples/no/such.md'"),
+        ({"doc_id": hit["doc_id"], "start": 10, "end": 5}, "must be greater than start"),
+        ({"doc_id": hit["doc_id"], "start": 10**7, "end": 10**7 + 5}, "no indexed text"),
+    ]:
+        tool = "get_document" if "start" not in args else "get_passage"
+        result = await session.call_tool(tool, args)
+        assert result.is_error and words in _text(result), _text(result)
+
+
+def test_a_missing_index_is_a_tool_error_and_the_server_keeps_serving(tmp_path: Path) -> None:
+    async def body(session: ClientSession) -> None:
+        assert len((await session.list_tools()).tools) == 3  # the server starts regardless
+        for _ in range(2):  # retried, not remembered, and never a crash
+            result = await session.call_tool("search", {"query": "anything"})
+            assert result.is_error
+            assert str(tmp_path / "none") in _text(result) and "ctxr index" in _text(result)
+
+    _run_stdio(tmp_path / "none", body)
+
+
+# -- the streamable HTTP transport, behind the bearer token ------------------------------------
+
+
+class _Uvicorn:
+    def __init__(self, app: Any) -> None:
+        config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning")
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def __enter__(self) -> str:
+        self.thread.start()
+        deadline = time.monotonic() + 30
+        while not self.server.started:
+            assert self.thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
+            time.sleep(0.01)
+        port = self.server.servers[0].sockets[0].getsockname()[1]
+        return f"http://127.0.0.1:{port}/mcp"
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+
+
+@pytest.fixture(scope="class")
+def mcp_url(examples_index: BuiltIndex) -> Iterator[str]:
+    settings = _settings(examples_index, api_token=TOKEN)
+    holder = IndexHolder(settings)
+    try:
+        with _Uvicorn(http_app(settings, create_server(settings, holder), "127.0.0.1")) as url:
+            yield url
+    finally:
+        holder.close()
+
+
+def _run_http(url: str, token: str | None, body: Session) -> None:
+    import httpx2
+
+    async def drive() -> None:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        async with (
+            httpx2.AsyncClient(headers=headers, timeout=60) as http,
+            streamable_http_client(url, http_client=http) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            await body(session)
+
+    asyncio.run(asyncio.wait_for(drive(), timeout=120))
+
+
+class TestHttp:
+    """In-process uvicorn over the class's own server: the shard is released when it ends."""
+
+    def test_with_the_token_lists_tools_and_searches(
+        self, mcp_url: str, examples_index: BuiltIndex
+    ) -> None:
+        async def body(session: ClientSession) -> None:
+            await _search_checks(session, examples_index)
+            bad = await session.call_tool("get_passage", {"doc_id": "x", "start": -1, "end": 3})
+            assert bad.is_error and "start" in _text(bad).splitlines()
+
+        _run_http(mcp_url, TOKEN, body)
+
+    def test_without_the_token_is_401_before_any_mcp(self, mcp_url: str) -> None:
+        hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}
+        for headers in ({}, {"Authorization": "Bearer wrong"}):
+            response = httpx.post(mcp_url, json=hello, headers=headers)
+            assert response.status_code == 401 and response.headers["www-authenticate"] == "Bearer"
+            assert TOKEN not in response.text
+        # The SDK's own client is refused at once (an error, not a hang or a session).
+        with pytest.raises(ExceptionGroup) as refused:
+            _run_http(mcp_url, "wrong", _nothing)
+        assert refused.group_contains(MCPError, match="error response", depth=2)
+
+
+async def _nothing(session: ClientSession) -> None:
+    return None
+
+
+def test_mcp_command_help_and_a_bad_address() -> None:
+    result = CliRunner().invoke(main, ["mcp", "--help"])
+    assert result.exit_code == 0 and "--http" in result.output and "stdio" in result.output
+    bad = CliRunner().invoke(main, ["mcp", "--http", "nowhere"])
+    assert bad.exit_code == 2 and "HOST:PORT" in bad.output
+
+
+def test_mcp_http_command_serves_behind_the_token(
+    examples_index: BuiltIndex, tmp_path: Path
+) -> None:
+    import os
+    import socket
+    import subprocess
+
+    with socket.socket() as probe:  # a free port for the child to bind
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    params = _stdio(examples_index.index_dir, "--http", f"127.0.0.1:{port}")
+    env = {**os.environ, "CTXR_API_TOKEN": TOKEN}
+    log = (tmp_path / "server.log").open("w")
+    child = subprocess.Popen([params.command, *params.args], cwd=ROOT, env=env, stderr=log)
+    try:
+        url = f"http://127.0.0.1:{port}/mcp"
+        deadline = time.monotonic() + 60
+        while True:
+            assert child.poll() is None, (tmp_path / "server.log").read_text()
+            try:
+                if httpx.post(url, json={}).status_code == 401:
+                    break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline, "ctxr mcp --http did not start"
+                time.sleep(0.1)
+
+        async def body(session: ClientSession) -> None:
+            result = await session.call_tool("search", {"query": QUERY, "k": 2})
+            assert not result.is_error and len(result.structured_content["hits"]) == 2
+
+        _run_http(url, TOKEN, body)
+    finally:
+        child.terminate()
+        child.wait(timeout=20)
+        log.close()
