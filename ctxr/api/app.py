@@ -21,8 +21,6 @@ import logging
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
-from dataclasses import asdict
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import Depends, FastAPI, HTTPException, Request
@@ -43,6 +41,7 @@ from ctxr.api.models import (
     StatsResponse,
     search_request_model,
 )
+from ctxr.api.stats import stats_response
 from ctxr.config import Settings
 from ctxr.errors import ConfigError, CtxrError
 from ctxr.retrieve.service import SearchService
@@ -163,28 +162,7 @@ def create_app(settings: Settings) -> FastAPI:
     @app.get("/stats", responses=_UNAVAILABLE)
     async def stats(svc: Service) -> StatsResponse:
         """Points, documents, the settings the index was built with, and its age."""
-        base = await run_in_threadpool(svc.stats)
-        updated = datetime.fromisoformat(svc.manifest.updated_at)
-        return StatsResponse(
-            index_dir=base["index_dir"],
-            backend="qdrant-server" if settings.qdrant_url else "edge",
-            points=base["points"],
-            documents=base["documents"],
-            settings=asdict(svc.manifest.settings),
-            search={
-                "fusion": settings.fusion,
-                "rrf_k": settings.rrf_k,
-                "candidates": settings.candidates,
-                "max_query_chars": settings.api_max_query_chars,
-                "max_k": settings.api_max_k,
-                "max_batch": settings.api_max_batch,
-                "max_candidates": settings.api_max_candidates,
-                "max_body_bytes": settings.api_max_body_bytes,
-            },
-            created_at=svc.manifest.created_at,
-            updated_at=svc.manifest.updated_at,
-            age_seconds=round((datetime.now(UTC) - updated).total_seconds(), 1),
-        )
+        return await run_in_threadpool(stats_response, svc, settings)
 
     @app.get(
         "/documents/{doc_id:path}",

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Awaitable, Sequence
-from typing import Any, TypeVar
+from collections.abc import Sequence
+from typing import Any
 
 import anthropic
 from anthropic.types import Message, TextBlockParam
@@ -20,9 +20,7 @@ from anthropic.types import Message, TextBlockParam
 from ctxr.errors import ProviderError
 from ctxr.llm import anthropic_batch, cache_minimums, clients, error_map
 from ctxr.llm.base import Completion, CompletionRequest, Usage
-from ctxr.llm.batch import BatchItem, BatchLimits, BatchOutcome, BatchStatus
-
-_T = TypeVar("_T")
+from ctxr.llm.batch import BatchItem, BatchLimits, BatchOutcome, BatchStatus, provider_call
 
 KEY_ENV = "ANTHROPIC_API_KEY"
 ANSWER_TOOL = "answer"  # the one tool a schema-bound request must call
@@ -215,33 +213,22 @@ class AnthropicLLM:
         return anthropic_batch.item_bytes(item, self.request_body)
 
     async def submit_batch(self, items: Sequence[BatchItem]) -> str:
-        return await self._batch_call(
-            anthropic_batch.submit(self._batch_client(), items, self.request_body)
-        )
+        call = anthropic_batch.submit(self._batch_client(), items, self.request_body)
+        return await provider_call(call, self._error)
 
     async def batch_status(self, batch_id: str) -> BatchStatus:
-        return await self._batch_call(anthropic_batch.status(self._batch_client(), batch_id))
+        call = anthropic_batch.status(self._batch_client(), batch_id)
+        return await provider_call(call, self._error)
 
     async def batch_results(self, batch_id: str) -> dict[str, BatchOutcome]:
         convert = functools.partial(self._completion, headers={})
-        return await self._batch_call(
-            anthropic_batch.results(self._batch_client(), batch_id, convert)
-        )
+        call = anthropic_batch.results(self._batch_client(), batch_id, convert)
+        return await provider_call(call, self._error)
 
     def _batch_client(self) -> Any:
         if self._async is None:
             raise TypeError("batches need an async AnthropicLLM; make it without sync=True")
         return self._async
-
-    async def _batch_call(self, call: Awaitable[_T]) -> _T:
-        try:
-            return await call
-        except ProviderError:
-            raise
-        except Exception as exc:
-            if (error := self._error(exc)) is None:
-                raise
-            raise error from None
 
     async def aclose(self) -> None:
         if self._async is not None:

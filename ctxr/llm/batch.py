@@ -14,9 +14,9 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from ctxr.errors import ProviderError
 from ctxr.llm.base import LLM, Completion, CompletionRequest
@@ -82,6 +82,24 @@ class BatchLLM(LLM, Protocol):
         """One outcome per custom id of an ended batch; ids the provider did not answer are
         absent (the caller decides what a missing answer means)."""
         ...
+
+
+_T = TypeVar("_T")
+
+
+async def provider_call(
+    call: Awaitable[_T], to_error: Callable[[Exception], ProviderError | None]
+) -> _T:
+    """Await a provider SDK call, its failures as the provider's `ProviderError` (`to_error`
+    returns None for anything unforeseen, which is re-raised as it is)."""
+    try:
+        return await call
+    except ProviderError:
+        raise
+    except Exception as exc:
+        if (error := to_error(exc)) is None:
+            raise
+        raise error from None
 
 
 def custom_id_for(body: Mapping[str, Any], occurrence: int = 1) -> str:

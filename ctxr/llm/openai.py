@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Awaitable, Sequence
-from typing import Any, TypeVar
+from collections.abc import Sequence
+from typing import Any
 
 import openai
 from openai.types.chat import ChatCompletion, ChatCompletionUserMessageParam
@@ -21,9 +21,7 @@ from openai.types.chat import ChatCompletion, ChatCompletionUserMessageParam
 from ctxr.errors import ProviderError
 from ctxr.llm import cache_minimums, clients, error_map, openai_batch
 from ctxr.llm.base import Completion, CompletionRequest, Usage
-from ctxr.llm.batch import BatchItem, BatchLimits, BatchOutcome, BatchStatus
-
-_T = TypeVar("_T")
+from ctxr.llm.batch import BatchItem, BatchLimits, BatchOutcome, BatchStatus, provider_call
 
 KEY_ENV = "OPENAI_API_KEY"
 _NAME = "OpenAI"
@@ -204,31 +202,22 @@ class OpenAILLM:
         return len(openai_batch.item_line(item, self.request_body))
 
     async def submit_batch(self, items: Sequence[BatchItem]) -> str:
-        return await self._batch_call(
-            openai_batch.submit(self._batch_client(), items, self.request_body)
-        )
+        call = openai_batch.submit(self._batch_client(), items, self.request_body)
+        return await provider_call(call, self._error)
 
     async def batch_status(self, batch_id: str) -> BatchStatus:
-        return await self._batch_call(openai_batch.status(self._batch_client(), batch_id))
+        call = openai_batch.status(self._batch_client(), batch_id)
+        return await provider_call(call, self._error)
 
     async def batch_results(self, batch_id: str) -> dict[str, BatchOutcome]:
         convert = functools.partial(self._completion, headers={})
-        return await self._batch_call(openai_batch.results(self._batch_client(), batch_id, convert))
+        call = openai_batch.results(self._batch_client(), batch_id, convert)
+        return await provider_call(call, self._error)
 
     def _batch_client(self) -> Any:
         if self._async is None:
             raise TypeError("batches need an async OpenAILLM; make it without sync=True")
         return self._async
-
-    async def _batch_call(self, call: Awaitable[_T]) -> _T:
-        try:
-            return await call
-        except ProviderError:
-            raise
-        except Exception as exc:
-            if (error := self._error(exc)) is None:
-                raise
-            raise error from None
 
     async def aclose(self) -> None:
         if self._async is not None:
