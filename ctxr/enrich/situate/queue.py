@@ -41,7 +41,7 @@ from ctxr.enrich.situate.group import (
 from ctxr.enrich.situate.ledger import Ledger
 from ctxr.enrich.situate.outline import outline_context
 from ctxr.enrich.situate.prompt import SituateRequest
-from ctxr.enrich.situate.response_cache import ResponseCache, cache_key
+from ctxr.enrich.situate.response_cache import ResponseCache, chunk_key
 from ctxr.enrich.situate.results import Backoff, SituateResult, describe
 from ctxr.enrich.situate.sender import PROMPT_OVERHEAD_TOKENS, Sender, make_sender
 from ctxr.enrich.situate.validate import DEFAULT_MAX_TOKENS, Verdict, check_context
@@ -75,14 +75,8 @@ class _Run:
     last_note: float = field(default_factory=time.monotonic)
 
     def _key(self, document: Document, chunk: Chunk, version: str | None = None) -> str:
-        return cache_key(
-            provider=self.llm.provider,
-            model=self.llm.model,
-            prompt_version=version or self.prompt_version,
-            document_sha256=document.sha256,
-            chunk_text=chunk.text,
-            heading_path=chunk.heading_path,
-        )
+        version = version or self.prompt_version
+        return chunk_key(self.llm.provider, self.llm.model, version, document.sha256, chunk)
 
     def _cached(self, document: Document, chunk: Chunk) -> SituateResult | None:
         """A context paid for before, by either prompt: both answer the same question."""

@@ -48,6 +48,20 @@ def cache_key(
     return "ctx1:" + hashlib.sha256(raw.encode("utf-8")).hexdigest()
 
 
+def chunk_key(
+    provider: str, model: str, prompt_version: str, document_sha256: str, chunk: Chunk
+) -> str:
+    """`cache_key` of one chunk of a document."""
+    return cache_key(
+        provider=provider,
+        model=model,
+        prompt_version=prompt_version,
+        document_sha256=document_sha256,
+        chunk_text=chunk.text,
+        heading_path=chunk.heading_path,
+    )
+
+
 class ResponseCache:
     """A diskcache directory of contexts. Safe across threads and processes (SQLite)."""
 
@@ -82,14 +96,7 @@ class ResponseCache:
         """The context paid for before under any of `prompt_versions` (the per-chunk and the
         grouped prompt answer the same question), first found first."""
         for version in prompt_versions:
-            key = cache_key(
-                provider=provider,
-                model=model,
-                prompt_version=version,
-                document_sha256=document_sha256,
-                chunk_text=chunk.text,
-                heading_path=chunk.heading_path,
-            )
+            key = chunk_key(provider, model, version, document_sha256, chunk)
             if (hit := self.get(key)) is not None:
                 return hit
         return None
