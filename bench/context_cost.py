@@ -9,7 +9,8 @@ with each model's minimum cacheable size, usage as the provider reports it). Den
 from the tests' hash embedder: embedding costs no LLM money and is not what is measured here.
 
 One run per mode (``--groups 1,4,8,16,16b``: the group size, 1 being Anthropic's published
-one-request-per-chunk method, and a ``b`` for a batch run, ``--batch``), each into a fresh
+one-request-per-chunk method, and a ``b`` for a batch run, ``--batch``; small documents packed
+up to ``--pack-tokens``, 0 for none), each into a fresh
 index with an empty response cache, against a fresh server (an empty prompt cache), in turn.
 Printed per run, from ctxr's own ledger priced with ``ctxr/llm/pricing.json``: chunks,
 requests, retries (chunks asked again alone), each token kind, dollars, dollars per million
@@ -19,7 +20,7 @@ for the same settings, made first, so the two can be compared.
 Usage::
 
     python bench/context_cost.py [--model claude-haiku-4-5] [--groups 1,4,8,16]
-        [--data ../shared/data/anthropic-codebase] [--limit-docs N]
+        [--data ../shared/data/anthropic-codebase] [--limit-docs N] [--pack-tokens 8000]
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ def write_corpus(data: Path, out: Path, limit: int | None) -> int:
 
 
 def run(
-    corpus: Path, root: Path, model: str, provider: str, group: int, batch: bool
+    corpus: Path, root: Path, model: str, provider: str, group: int, batch: bool, pack: int
 ) -> dict[str, object]:
     settings = load_settings(
         index_dir=root / f"idx-g{group}{'b' if batch else ''}",
@@ -73,6 +74,7 @@ def run(
         llm_provider=provider,
         llm_model=model,
         llm_group_size=group,
+        llm_pack_tokens=pack,
         llm_concurrency=16,
         llm_batch=batch,
         llm_batch_poll_seconds=0.05,  # the fake ends a batch at its first status check
@@ -108,13 +110,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--groups", default="1,4,8,16")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--limit-docs", type=int)
+    parser.add_argument("--pack-tokens", type=int, default=8000, help="0: no packs")
     args = parser.parse_args(argv)
     print(f"# {platform.platform()}, load average {os.getloadavg()[0]:.2f} at start")
     price = load_prices(None).get(args.model)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         doc_tokens = write_corpus(args.data, root / "corpus", args.limit_docs)
-        print(f"# {args.model} list prices {price}; {doc_tokens:,} document tokens (cl100k)")
+        print(f"# {args.model} list prices {price}; {doc_tokens:,} document tokens (cl100k); "
+              f"packs up to {args.pack_tokens:,} tokens")  # fmt: skip
         header = (
             "group | chunks | requests | retries | input | cache write | cache read | output | "
             "$ | $/M doc tokens | estimate $ | cache read share | wall s"
@@ -126,7 +130,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             with FakeLLMServer() as server:  # an empty prompt cache for every run
                 for name, value in server.env().items():
                     os.environ[name] = value
-                row = run(root / "corpus", root, args.model, args.provider, group, batch)
+                row = run(root / "corpus", root, args.model, args.provider, group, batch,
+                          args.pack_tokens)  # fmt: skip
             dollars = float(row["dollars"] or 0.0)  # type: ignore[arg-type]
             print(
                 f"{row['group']} | {row['chunks']:,} | {row['requests']:,} | {row['retries']} | "

@@ -1,4 +1,5 @@
-"""The providers' minimum cacheable prompt sizes: below them a prefix is billed uncached."""
+"""Provider facts that decide what a prompt costs: the minimum cacheable prompt sizes (below
+them a prefix is billed uncached), and the system prompt Anthropic adds to a forced tool call."""
 
 from __future__ import annotations
 
@@ -46,3 +47,19 @@ def min_cacheable_tokens(provider: str, model: str) -> int:
     if provider == "anthropic":
         return ANTHROPIC_MIN_CACHEABLE.get(canonical_model(model), ANTHROPIC_DEFAULT_MIN_CACHEABLE)
     return OPENAI_MIN_CACHEABLE
+
+
+# The system prompt Anthropic adds to every request with tools, billed as input and placed
+# before the tools (so inside any cached prefix): 313 tokens with `tool_choice` "any" or
+# "tool", on every Claude 4 model, Haiku 4.5 and Sonnet 3.7 included; 340 on Haiku 3.5
+# (https://docs.anthropic.com/en/docs/agents-and-tools/tool-use/overview#pricing, read
+# 2026-12-01; a 2026 write-up reports 588 for Haiku 4.5: the ledger always has the billed figure).
+ANTHROPIC_FORCED_TOOL_PROMPT_TOKENS: Final[Mapping[str, int]] = {"claude-3-5-haiku": 340}
+ANTHROPIC_DEFAULT_FORCED_TOOL_PROMPT_TOKENS: Final = 313
+
+
+def forced_tool_prompt_tokens(model: str) -> int:
+    """Input tokens Anthropic adds to a request that forces a tool call with `model`."""
+    return ANTHROPIC_FORCED_TOOL_PROMPT_TOKENS.get(
+        canonical_model(model), ANTHROPIC_DEFAULT_FORCED_TOOL_PROMPT_TOKENS
+    )

@@ -26,11 +26,15 @@ from typing import Any
 
 from ctxr.config import Settings
 from ctxr.enrich.situate.contexts import ContextPlan
-from ctxr.enrich.situate.group import (
-    GROUP_PROMPT_VERSION,
-    ask_for,
-    plan_groups,
-    worth_caching,
+from ctxr.enrich.situate.group import GROUP_PROMPT_VERSION, ask_for
+from ctxr.enrich.situate.pack import (
+    PACK_PROMPT_VERSION,
+    Planned,
+    pack_ask,
+    pack_prefix,
+    plan_packs,
+    plan_prefix,
+    share_usage,
 )
 from ctxr.enrich.situate.prompt import PROMPT_VERSION, document_part
 from ctxr.enrich.situate.response_cache import ResponseCache
@@ -214,29 +218,39 @@ def _estimate_model(
             document.source, document_tokens=count_tokens(document.text, encoding)
         )
         result.chunks += len(chunks)
-    work: list[tuple[Prefix, list[dict[str, Any]]]] = []
-    outputs: list[int] = []  # output tokens per prefix's requests
+    planned: list[Planned] = []
     for prefix in prefixes:
         pending = [c for c in prefix.window.chunks if not _answered(cache, llm, prefix, c)]
         result.chunks_answered += len(prefix.window.chunks) - len(pending)
-        if pending:
-            # The queue's own planner: identical chunks asked once, `group_size` a request.
-            groups = plan_groups(pending, group_size)
-            if prefix.cache and not worth_caching(len(groups), ttl):  # as the queue decides
-                prefix = dataclasses.replace(prefix, cache=False)
-            window, tokens = prefix.window, settings.llm_max_output_tokens
+        if pending:  # the queue's own planner: identical chunks once, `group_size` a request
+            planned.append(plan_prefix(prefix, pending, group_size, ttl))
+            result.chunks_deduplicated += len(pending) - len(planned[-1].chunks)
+    tokens = settings.llm_max_output_tokens
+    pack_tokens = settings.llm_pack_tokens if group_size > 1 else 0
+    # Each unit's requests: (the prefix they are sent under, bodies, its members, chunks asked).
+    work: list[tuple[Prefix, list[dict[str, Any]]]] = []
+    members: list[tuple[Planned, ...]] = []
+    outputs: list[int] = []  # output tokens per unit's requests
+    for unit in plan_packs(planned, group_size, pack_tokens):
+        if len(unit) > 1:  # small documents in one request, as the queue packs them
+            pack = pack_ask(unit, tokens).ask()
+            sent, asks, sizes = pack_prefix(unit), [pack], [len(pack.ids)]
+        else:
+            item = unit[0]
+            sent, window = item.prefix, item.prefix.window
             whole = window.block is None
             asks = [
-                ask_for(window.text, whole, window.chunks, g, prefix.cache, tokens, group_size > 1)
-                for g in groups
+                ask_for(window.text, whole, window.chunks, g, sent.cache, tokens, group_size > 1)
+                for g in item.groups
             ]
-            # Always marked: the marker shows where the cacheable prefix ends; `prefix.cache`
-            # decides below whether it is billed as cached (the queue sends none below it).
-            bodies = [llm.request_body(dataclasses.replace(a.request, cache=True)) for a in asks]
-            work.append((prefix, bodies))
-            framing = sum(a.framing * len(g) for a, g in zip(asks, groups, strict=True))
-            outputs.append(out * sum(len(g) for g in groups) + framing)
-            result.chunks_deduplicated += len(pending) - sum(len(g) for g in groups)
+            sizes = [len(g) for g in item.groups]
+        # Always marked: the marker shows where the cacheable prefix ends; `sent.cache`
+        # decides below whether it is billed as cached (the queue sends none below it).
+        bodies = [llm.request_body(dataclasses.replace(a.request, cache=True)) for a in asks]
+        work.append((sent, bodies))
+        members.append(unit)
+        framing = sum(a.framing * n for a, n in zip(asks, sizes, strict=True))
+        outputs.append(out * sum(sizes) + framing)
     if provider == "openai":
         usages = [openai_usage(p, bodies, encoding) for p, bodies in work]
     else:
@@ -245,20 +259,24 @@ def _estimate_model(
             result.tokens_exact, result.token_note = True, "exact (Anthropic count_tokens)"
     result.batch_run = settings.llm_batch
     hour = settings.llm_batch and provider == "anthropic"  # a batch run's cache TTL (queue.py)
-    for (prefix, bodies), usage, output in zip(work, usages, outputs, strict=True):
+    for (_, bodies), unit, usage, output in zip(work, members, usages, outputs, strict=True):
         usage = usage + Usage(output_tokens=output)
         if hour:
             written = usage.cache_write_tokens
             usage = dataclasses.replace(usage, cache_write_tokens=0, cache_write_1h_tokens=written)
-        account = accounts[prefix.document.doc_id]
-        account.chunks += len(bodies)
-        account.requests += len(bodies)
-        account.prefixes += 1
-        account.cached = account.cached and prefix.cache
-        account.usage = account.usage + usage
+        # A pack's bill is shared by its documents' sizes, as the run's ledger shares it; its
+        # request is counted once, against the first document, as the sender records it.
+        shares = share_usage(usage, [m.prefix.tokens for m in unit])
+        for k, (member, share) in enumerate(zip(unit, shares, strict=True)):
+            account = accounts[member.prefix.document.doc_id]
+            account.chunks += len(member.chunks)
+            account.requests += 0 if k else len(bodies)
+            account.prefixes += 1
+            account.cached = account.cached and member.prefix.cache
+            account.usage = account.usage + share
         result.requests += len(bodies)
-        result.prefixes += 1
-        result.cached_prefixes += int(prefix.cache)
+        result.prefixes += len(unit)
+        result.cached_prefixes += sum(int(m.prefix.cache) for m in unit)
         result.usage = result.usage + usage
     for account in accounts.values():
         account.dollars = price.cost(account.usage, settings.llm_batch)
@@ -269,7 +287,7 @@ def _estimate_model(
 def _answered(cache: ResponseCache | None, llm: Any, prefix: Prefix, chunk: Chunk) -> bool:
     if cache is None:
         return False
-    versions = (PROMPT_VERSION, GROUP_PROMPT_VERSION)  # as the queue looks them up
+    versions = (PROMPT_VERSION, GROUP_PROMPT_VERSION, PACK_PROMPT_VERSION)  # as the queue does
     sha = prefix.document.sha256
     return cache.answer(llm.provider, llm.model, versions, sha, chunk) is not None
 

@@ -75,11 +75,11 @@ class ModelEstimate:
 
     @property
     def documents_to_send(self) -> int:
-        return sum(1 for d in self.documents if d.requests)
+        return sum(1 for d in self.documents if d.chunks)
 
     @property
     def document_tokens(self) -> int:
-        return sum(d.document_tokens for d in self.documents if d.requests)
+        return sum(d.document_tokens for d in self.documents if d.chunks)
 
     def dollars(self, batch: bool | None = None) -> float:
         """The run's price: batch-priced for a --batch run unless `batch` says otherwise."""
@@ -105,7 +105,7 @@ class ModelEstimate:
         return self.dollars() * PER_MILLION / tokens if tokens else None
 
     def largest(self, n: int = 10) -> list[DocumentCost]:
-        return sorted((d for d in self.documents if d.requests), key=lambda d: -d.dollars)[:n]
+        return sorted((d for d in self.documents if d.chunks), key=lambda d: -d.dollars)[:n]
 
     def to_json(self, top: int = 10) -> dict[str, Any]:
         per_million = self.per_million_document_tokens()
@@ -121,7 +121,7 @@ class ModelEstimate:
             "min_cacheable_tokens": self.min_cacheable_tokens,
             "documents": self.documents_to_send,
             "documents_unchanged": self.documents_unchanged,
-            "uncached_documents": sum(1 for d in self.documents if d.requests and not d.cached),
+            "uncached_documents": sum(1 for d in self.documents if d.chunks and not d.cached),
             "chunks": self.chunks,
             "chunks_answered": self.chunks_answered,
             "chunks_deduplicated": self.chunks_deduplicated,

@@ -5,8 +5,9 @@
   what a request shares with the prefix's first, completed request, in 1,024 + 128·n token
   steps; no write surcharge.
 - Anthropic: the parts up to the `cache_control` marker are the cached prefix, the rest plain
-  input. Counted with tiktoken's cl100k_base (an estimate: Claude's tokenizer differs), or asked
-  of Anthropic's free `count_tokens` endpoint. Per prefix the first request writes the prefix,
+  input; a forced tool call (a JSON schema) adds the tool-use system prompt to the prefix.
+  Counted with tiktoken's cl100k_base (an estimate: Claude's tokenizer differs), or asked of
+  Anthropic's free `count_tokens` endpoint. Per prefix the first request writes the prefix,
   the others read it; below the minimum every request sends it as plain input.
 """
 
@@ -26,6 +27,7 @@ from ctxr.enrich.situate.window import Prefix
 from ctxr.errors import ConfigError, ProviderError
 from ctxr.llm import clients
 from ctxr.llm.base import Usage
+from ctxr.llm.cache_minimums import forced_tool_prompt_tokens
 from ctxr.tokens import count_tokens, get_encoding
 
 if TYPE_CHECKING:
@@ -132,6 +134,7 @@ def anthropic_usages(
     local `encoding`, or by `count_tokens` when `exact_model` is given; `count_tokens` and
     `claude` also charge each request its message framing as input."""
     heads = [_split_at_marker(bodies[0])[0] for _, bodies in work]
+    hidden = [_hidden_prompt_tokens(bodies[0]) for _, bodies in work]
     rests = [[t for body in bodies for t in _split_at_marker(body)[1]] for _, bodies in work]
     framing = 0
     if exact_model is None:
@@ -150,14 +153,27 @@ def anthropic_usages(
         sums = iter(n - framing for n in counted[1 + len(heads) :])
         rest_tokens = [sum(next(sums) for _ in range(0, len(r), COUNT_BATCH)) for r in rests]
     usages = []
-    for (prefix, bodies), head, rest in zip(work, head_tokens, rest_tokens, strict=True):
-        n = len(bodies)
+    for (prefix, bodies), head, rest, extra in zip(
+        work, head_tokens, rest_tokens, hidden, strict=True
+    ):
+        n, head = len(bodies), head + extra
         if prefix.cache:
             usage = Usage(rest + framing * n, head, head * (n - 1))
         else:
             usage = Usage(input_tokens=head * n + rest + framing * n)
         usages.append(usage)
     return usages
+
+
+def _hidden_prompt_tokens(body: dict[str, Any]) -> int:
+    """Input Anthropic bills that no request text shows: the tool-use system prompt of a
+    forced tool call (a JSON schema, `ctxr.llm.anthropic`), which opens the prompt, so it is
+    part of the cached prefix. A prefix's requests share one schema form, so the first
+    request's body stands for all of them."""
+    choice = body.get("tool_choice")
+    if body.get("tools") and isinstance(choice, dict) and choice.get("type") in ("any", "tool"):
+        return forced_tool_prompt_tokens(str(body.get("model", "")))
+    return 0
 
 
 def count_remote(messages: list[list[str]], model: str) -> list[int]:

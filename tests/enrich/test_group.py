@@ -93,7 +93,8 @@ def test_a_whole_document_is_sent_once_with_its_chunks_marked_in_place() -> None
     uncached = ask_for(text, True, chunks, chunks[:2], False, 200)
     assert marked in uncached.request.prefix and uncached.ids == ("c1", "c2")
     assert "alpha beta" not in uncached.request.instruction
-    assert "Chunk c1 sits under: Intro" in uncached.request.instruction
+    # The chunk sits under its headings in the marked text itself: no trail line is sent.
+    assert "sits under" not in uncached.request.instruction
     assert uncached.request.json_schema == named_schema(["c1", "c2"])  # names every chunk
     # Cached: every request of the document reads one prefix under one schema.
     first = ask_for(text, True, chunks, chunks[:2], True, 200)
@@ -215,3 +216,15 @@ def test_a_cacheable_document_asked_in_one_request_is_sent_unmarked(
     assert len(sent) == 1 and report.chunks_written > 1  # every chunk in one request
     assert "cache_control" not in json.dumps(sent[0].body)
     assert report.contexts is not None and report.contexts.cache_write_tokens == 0
+
+
+def test_an_answer_cut_short_keeps_the_contexts_it_finished() -> None:
+    from ctxr.enrich.situate.group import MAX_GROUP_OUTPUT_TOKENS, output_budget
+
+    named = '{"c1": "one \\"quoted\\"", "c2": "two", "c3": "thr'
+    assert parse_answers(named, ["c1", "c2", "c3"]) == {"c1": 'one "quoted"', "c2": "two"}
+    listed = '{"contexts": [{"id": "c2", "context": "two"}, {"id": "c1", "context": "on'
+    assert parse_answers(listed, ["c1", "c2"]) == {"c2": "two"}
+    # 64 contexts of 200 tokens would ask 13,584 tokens; a request asks at most 8,192.
+    assert output_budget(4, 200) == 4 * 212 + 16
+    assert output_budget(64, 200) == MAX_GROUP_OUTPUT_TOKENS == 8192

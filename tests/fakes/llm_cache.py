@@ -80,7 +80,7 @@ class AnthropicPromptCache:
         return entry is not None and entry[0] > self._clock()
 
     def plan(self, model: str, parts: Sequence[PromptPart], min_tokens: int) -> AnthropicPlan:
-        counts = [count_text_tokens(p.text, model) for p in parts]
+        counts = [count_text_tokens(p.text, model) + p.hidden_tokens for p in parts]
         total = sum(counts)
         marks = [i for i, p in enumerate(parts) if p.breakpoint]
         if len(marks) > MAX_BREAKPOINTS:

@@ -5,9 +5,12 @@ Token-counting rule (the cost estimate is compared against it, so it is public a
 - A request's prompt is a list of text *parts*. Anthropic: the ``system`` string or each of
   its blocks, then each message's content string or each of its content blocks, in order.
   OpenAI: each message's content string or each of its text parts, in order.
-- Each part is counted on its own with tiktoken and the counts are summed; roles, block
-  framing and tool definitions cost nothing. Summing per part keeps the count additive, so a
-  cached prefix (parts up to and including a breakpoint) plus the rest is exactly the total.
+- Each part is counted on its own with tiktoken and the counts are summed; roles and block
+  framing cost nothing, tool definitions count as their JSON text, and a forced tool call
+  (`tool_choice` "any" or "tool") adds Anthropic's documented tool-use system prompt
+  (``FORCED_TOOL_PROMPT_TOKENS``) as a first, hidden part. Summing per part keeps the count
+  additive, so a cached prefix (parts up to and including a breakpoint) plus the rest is
+  exactly the total.
 - Encoding: ``o200k_base`` for OpenAI ``gpt-4o*``, ``gpt-4.1*``, ``gpt-5*``, ``o1*``, ``o3*``,
   ``o4*``; ``cl100k_base`` for everything else, Claude models included.
 - Output tokens: the response text counted with the same encoding.
@@ -52,6 +55,10 @@ ANTHROPIC_MIN_CACHEABLE: dict[str, int] = {
     "claude-mythos-5": 512,
 }
 DEFAULT_MIN_CACHEABLE = 1024
+# The system prompt Anthropic adds to a request that forces a tool call, per its tool-use
+# pricing table: 313 tokens on Claude 4 models (Haiku 4.5 included), 340 on Haiku 3.5.
+FORCED_TOOL_PROMPT_TOKENS: dict[str, int] = {"claude-3-5-haiku": 340}
+DEFAULT_FORCED_TOOL_PROMPT_TOKENS = 313
 OPENAI_MIN_CACHEABLE = 1024
 OPENAI_CACHE_INCREMENT = 128
 _O200K_PREFIXES = ("gpt-4o", "gpt-4.1", "gpt-5", "o1", "o3", "o4")
@@ -66,6 +73,7 @@ class PromptPart:
     text: str
     breakpoint: bool = False  # carries cache_control (Anthropic)
     ttl: str = "5m"  # cache_control's ttl: "5m" or "1h"
+    hidden_tokens: int = 0  # billed without text: the tool-use system prompt
 
 
 def min_cacheable_tokens(model: str, table: Mapping[str, int] | None = None) -> int:
@@ -145,7 +153,14 @@ def prompt_parts(body: Mapping[str, Any], provider: Provider) -> list[PromptPart
     parts: list[PromptPart] = []
     if provider == "anthropic" and body.get("tools"):
         # Tool definitions come first in Claude's prompt (tools, system, messages), so they are
-        # part of every cached prefix and billed as input; counted as their JSON text.
+        # part of every cached prefix and billed as input; counted as their JSON text, after
+        # the tool-use system prompt a forced call adds.
+        choice = body.get("tool_choice")
+        if isinstance(choice, Mapping) and choice.get("type") in ("any", "tool"):
+            model = str(body["model"])
+            hidden = next((n for k, n in FORCED_TOOL_PROMPT_TOKENS.items() if model.startswith(k)),
+                          DEFAULT_FORCED_TOOL_PROMPT_TOKENS)  # fmt: skip
+            parts.append(PromptPart("", hidden_tokens=hidden))
         parts.append(PromptPart(json.dumps(body["tools"], ensure_ascii=False, sort_keys=True)))
     if provider == "anthropic" and body.get("system") is not None:
         parts.extend(_content_parts(body["system"]))
@@ -163,7 +178,8 @@ def prompt_parts(body: Mapping[str, Any], provider: Provider) -> list[PromptPart
 def count_request_tokens(body: Mapping[str, Any], provider: Provider) -> int:
     """Input tokens of a Messages / Chat Completions request body, by the module's rule."""
     model = str(body.get("model", ""))
-    return sum(count_text_tokens(p.text, model) for p in prompt_parts(body, provider))
+    parts = prompt_parts(body, provider)
+    return sum(count_text_tokens(p.text, model) + p.hidden_tokens for p in parts)
 
 
 def prefix_hash(model: str, parts: Sequence[PromptPart]) -> str:
@@ -227,8 +243,14 @@ def default_respond(body: Mapping[str, Any]) -> str:
     longest = max(parts, key=lambda p: len(p.text)).text
     document = doc_match.group(1) if doc_match else longest
     if asked := asked_ids(body):  # a grouped request: JSON, a context per chunk asked about
-        texts = dict(_MARKED_CHUNK.findall(document)) | dict(_GROUP_CHUNK.findall(text))
-        answers = {i: context_for(document, texts.get(i, "")) for i in asked}
+        # A pack holds several documents: each id is situated in the one that marks it.
+        owner: dict[str, tuple[str, str]] = {}
+        for each in _DOC.findall(text) or [document]:
+            for i, chunk_text in _MARKED_CHUNK.findall(each):
+                owner[i] = (each, chunk_text)
+        for i, chunk_text in _GROUP_CHUNK.findall(text):
+            owner[i] = (document, chunk_text)
+        answers = {i: context_for(*owner.get(i, (document, ""))) for i in asked}
         if named_answer(body):
             return json.dumps(answers)
         return json.dumps({"contexts": [{"id": i, "context": c} for i, c in answers.items()]})

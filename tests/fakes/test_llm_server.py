@@ -126,6 +126,21 @@ def test_count_tokens_matches_the_public_rule(server: FakeLLMServer) -> None:
     assert server.requests[0].endpoint == "count_tokens"
 
 
+def test_a_forced_tool_call_bills_the_tool_use_system_prompt(server: FakeLLMServer) -> None:
+    tool = {"name": "answer", "description": "The answer.", "input_schema": {"type": "object"}}
+    plain = situate(doc="A small note.")
+    choice = {"type": "tool", "name": "answer"}
+    forced = situate(doc="A small note.", tools=[tool], tool_choice=choice)
+
+    async def go(c: anthropic.AsyncAnthropic) -> list[int]:
+        return [(await c.messages.create(**b)).usage.input_tokens for b in (plain, forced)]
+
+    without, with_tool = run(with_anthropic(server, go))
+    tool_text = json.dumps([tool], ensure_ascii=False, sort_keys=True)
+    # Anthropic's table: 313 tokens for "any"/"tool" on Claude 4 models, plus the tool's JSON.
+    assert with_tool - without == 313 + count_text_tokens(tool_text, SONNET)
+
+
 def test_concurrent_first_requests_all_write_and_a_later_one_reads() -> None:
     with FakeLLMServer(latency=0.3) as server:
 

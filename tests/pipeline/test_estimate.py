@@ -237,11 +237,13 @@ def test_cli_compares_models_as_json_and_dry_run_writes_nothing(
     for model in body["models"]:
         assert set(model["tokens"]) >= {"input", "cache_write", "cache_read", "output", "embedding"}
         assert set(model["dollars"]) >= {"total", "total_without_caching", "total_batch"}
-        # By default chunks are situated 16 a request (CTXR_LLM_GROUP_SIZE).
-        assert 0 < model["requests"] < model["chunks"] and model["largest_documents"]
-    haiku = body["models"][1]  # only the 6,000-token archive reaches Haiku 4.5's minimum
-    assert haiku["min_cacheable_tokens"] == 4096 and haiku["cached_prefixes"] == 1
-    assert haiku["uncached_documents"] == len(TOPICS) + 1
+        # By default chunks are situated 64 a request (CTXR_LLM_GROUP_SIZE), small documents
+        # packed together (CTXR_LLM_PACK_TOKENS).
+        assert 0 < model["requests"] < len(TOPICS) + 2 and model["largest_documents"]
+    haiku = body["models"][1]  # only the 6,000-token archive reaches Haiku 4.5's minimum,
+    # and it is asked in one request, which never earns back a cache write: nothing is cached.
+    assert haiku["min_cacheable_tokens"] == 4096 and haiku["cached_prefixes"] == 0
+    assert haiku["uncached_documents"] == len(TOPICS) + 2
     assert not index.exists()
 
     bad = runner.invoke(main, [*args, "--model", "nope-1"])

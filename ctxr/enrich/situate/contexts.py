@@ -132,6 +132,7 @@ def situate_all(
                 group_size=plan.group_size,
                 context_tokens=settings.llm_max_output_tokens,
                 batch=batch,
+                pack_tokens=settings.llm_pack_tokens,
             )
         finally:
             await llm.aclose()

@@ -62,6 +62,10 @@ ANSWER_SCHEMA: Final[Mapping[str, Any]] = {
     "required": ["contexts"],
     "additionalProperties": False,
 }
+# The most one grouped request may ask to write: the smallest maximum output among the models
+# people use here (Claude 3.5 Haiku and many OpenAI-compatible servers: 8,192), and under the
+# 10,000 output tokens a minute of Anthropic's first tier, which counts `max_tokens` up front.
+MAX_GROUP_OUTPUT_TOKENS: Final = 8192
 _SLOTS = re.compile(r"\{\{(COUNT|CHUNKS)\}\}")
 _INLINE_SLOTS = re.compile(r"\{\{(COUNT|IDS)\}\}")
 _FENCE = re.compile(r"^```(?:json)?\s*\n(.*)\n```$", re.DOTALL)
@@ -167,11 +171,14 @@ def marked_prefix(document: str, chunks: tuple[Chunk, ...]) -> tuple[str, Mappin
     return SITUATE.document_part(marked), ids
 
 
-def mark_in_place(document: str, chunks: Sequence[Chunk]) -> tuple[str, dict[str, str]]:
+def mark_in_place(
+    document: str, chunks: Sequence[Chunk], start: int = 1
+) -> tuple[str, dict[str, str]]:
     """`document` with every chunk between ``[[cN]]`` and ``[[/cN]]`` (N its place among
-    `chunks`), and each chunk's id by chunk id. The same chunks give the same bytes, whichever
-    of them a request asks about, so the marked document is one cacheable prefix."""
-    ids = {c.chunk_id: f"c{n}" for n, c in enumerate(chunks, start=1)}
+    `chunks`, counted from `start`), and each chunk's id by chunk id. The same chunks give the
+    same bytes, whichever of them a request asks about, so the marked document is one
+    cacheable prefix."""
+    ids = {c.chunk_id: f"c{n}" for n, c in enumerate(chunks, start=start)}
     marks: list[tuple[int, int, str]] = []  # (offset, closes before opens, mark)
     for chunk in chunks:
         marks.append((chunk.start, 1, f"[[{ids[chunk.chunk_id]}]]"))
@@ -194,15 +201,11 @@ def _marked(
 ) -> Ask:
     prefix, by_chunk = marked_prefix(document, tuple(window_chunks))
     ids = tuple(by_chunk[c.chunk_id] for c in group)
-    trails = [
-        f"Chunk {chunk_id} sits under: {heading_trail(c.heading_path)}"
-        for chunk_id, c in zip(ids, group, strict=True)
-        if heading_trail(c.heading_path)
-    ]
+    # No heading trail per chunk: a chunk marked in place sits under its headings (or its
+    # enclosing definitions) in the very text the model reads, and the trails were 5% of the
+    # input of a grouped run of the 90 code files.
     values = {"COUNT": str(len(group)), "IDS": ", ".join(ids)}
     instruction = _INLINE_SLOTS.sub(lambda m: values[m.group(1)], INLINE_TEMPLATE.body)
-    if trails:
-        instruction = "\n".join(trails) + "\n" + instruction
     # A cached prefix needs one schema for every request that reads it (the providers put it
     # before the document); an uncached one can name exactly the chunks asked about.
     schema = ANSWER_SCHEMA if cache else named_schema(ids)
@@ -211,13 +214,17 @@ def _marked(
         prefix=prefix,
         cache=cache,
         json_schema=schema,
-        max_output_tokens=_output_budget(len(group), context_tokens),
+        max_output_tokens=output_budget(len(group), context_tokens),
     )
     return Ask(request, ids, ANSWER_OVERHEAD_TOKENS if cache else NAMED_OVERHEAD_TOKENS)
 
 
-def _output_budget(count: int, context_tokens: int) -> int:
-    return count * (context_tokens + ANSWER_OVERHEAD_TOKENS) + 16  # the larger framing
+def output_budget(count: int, context_tokens: int) -> int:
+    """`max_tokens` of a grouped request: each context's budget and its framing, at most
+    `MAX_GROUP_OUTPUT_TOKENS`, so that 64 chunks still get 115 tokens each (a context is 50-100)
+    and an answer cut short keeps the contexts it finished (`parse_answers`)."""
+    wanted = count * (context_tokens + ANSWER_OVERHEAD_TOKENS) + 16  # the larger framing
+    return min(wanted, MAX_GROUP_OUTPUT_TOKENS)
 
 
 def group_request(
@@ -236,7 +243,7 @@ def group_request(
         prefix=SITUATE.document_part(document),
         cache=cache,
         json_schema=ANSWER_SCHEMA,
-        max_output_tokens=_output_budget(len(chunks), context_tokens),
+        max_output_tokens=output_budget(len(chunks), context_tokens),
     )
 
 
@@ -247,11 +254,11 @@ def parse_answers(text: str, ids: Sequence[str]) -> dict[str, str]:
     body = text.strip()
     if fenced := _FENCE.match(body):
         body = fenced.group(1).strip()
+    wanted = set(ids)
     try:
         data = json.loads(body)
     except ValueError:
-        return {}
-    wanted = set(ids)
+        return _salvage(body, wanted)
     if isinstance(data, dict) and "contexts" not in data:  # {"c1": "...", ...}
         named = {k: v.strip() for k, v in data.items() if k in wanted and isinstance(v, str)}
         return named
@@ -261,6 +268,29 @@ def parse_answers(text: str, ids: Sequence[str]) -> dict[str, str]:
     answers: dict[str, str] = {}
     for item in items:
         if not isinstance(item, dict):
+            continue
+        key, context = item.get("id"), item.get("context")
+        if isinstance(key, str) and key in wanted and isinstance(context, str):
+            answers.setdefault(key, context.strip())
+    return answers
+
+
+_NAMED_PAIR = re.compile(r'"(c\d+)"\s*:\s*("(?:[^"\\]|\\.)*")')
+_ITEM = re.compile(r"\{[^{}]*\}")
+
+
+def _salvage(body: str, wanted: set[str]) -> dict[str, str]:
+    """The contexts an answer cut short (at `max_tokens`) finished: every complete
+    ``"cN": "..."`` pair, or every complete ``{"id": ..., "context": ...}`` item; the rest are
+    then asked again alone instead of the whole group."""
+    answers: dict[str, str] = {}
+    for key, quoted in _NAMED_PAIR.findall(body):
+        if key in wanted and key not in answers:
+            answers[key] = str(json.loads(quoted)).strip()
+    for raw in _ITEM.findall(body):
+        try:
+            item = json.loads(raw)
+        except ValueError:
             continue
         key, context = item.get("id"), item.get("context")
         if isinstance(key, str) and key in wanted and isinstance(context, str):

@@ -26,20 +26,22 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ctxr.enrich.situate.batch import BatchOptions, BatchSender
-from ctxr.enrich.situate.group import (
-    GROUP_PROMPT_VERSION,
-    ask_for,
-    duplicates_of,
-    parse_answers,
-    plan_groups,
-    worth_caching,
-)
+from ctxr.enrich.situate.group import GROUP_PROMPT_VERSION, ask_for, parse_answers
 from ctxr.enrich.situate.ledger import Ledger
 from ctxr.enrich.situate.outline import outline_context
+from ctxr.enrich.situate.pack import (
+    PACK_PROMPT_VERSION,
+    Planned,
+    pack_ask,
+    pack_prefix,
+    plan_packs,
+    plan_prefix,
+    share_usage,
+)
 from ctxr.enrich.situate.prompt import SituateRequest
 from ctxr.enrich.situate.response_cache import ResponseCache, chunk_key
 from ctxr.enrich.situate.results import Backoff, SituateResult, describe
@@ -82,7 +84,7 @@ class _Run:
         """A context paid for before, by either prompt: both answer the same question."""
         if self.cache is None:
             return None
-        versions = (self.prompt_version, GROUP_PROMPT_VERSION)
+        versions = (self.prompt_version, GROUP_PROMPT_VERSION, PACK_PROMPT_VERSION)
         llm = self.llm
         hit = self.cache.answer(llm.provider, llm.model, versions, document.sha256, chunk)
         if hit is None:
@@ -93,7 +95,9 @@ class _Run:
         outline = outline_context(document, chunk)
         return SituateResult(chunk.chunk_id, outline, "outline", hit.flagged, None, True)
 
-    async def run_prefix(self, prefix: Prefix) -> None:
+    def prepare(self, prefix: Prefix) -> Planned | None:
+        """`prefix`'s unanswered chunks, planned (the answered ones are finished here); None
+        when every chunk was answered before."""
         document = prefix.document
         pending: list[Chunk] = []
         for chunk in prefix.window.chunks:
@@ -102,28 +106,87 @@ class _Run:
             else:
                 pending.append(chunk)
         if not pending:
-            return
-        copies = duplicates_of(pending)  # identical questions are asked once
-        groups = plan_groups(pending, self.group_size)
-        if prefix.cache and not worth_caching(len(groups), self.cache_ttl):
-            # Too few requests to earn back the cache write: send the document unmarked.
-            prefix = dataclasses.replace(prefix, cache=False)
+            return None
+        planned = plan_prefix(prefix, pending, self.group_size, self.cache_ttl)
+        if planned.declined_cache:  # too few requests to earn back the write: sent unmarked
             self.ledger.document(document.doc_id).uncached_prefixes += 1
+        return planned
+
+    async def run_unit(self, unit: tuple[Planned, ...]) -> None:
+        if len(unit) > 1:
+            await self.situate_pack(unit)
+        else:
+            await self.run_planned(unit[0])
+
+    async def run_planned(self, planned: Planned) -> None:
+        prefix, groups = planned.prefix, list(planned.groups)
         later: Priority = (1, prefix.order)
         if prefix.cache:
             first, groups = groups[0], groups[1:]
-            await self.situate_and_finish(prefix, first, (1, prefix.order), copies)
+            await self.situate_and_finish(prefix, first, (1, prefix.order), planned.copies)
             later = (0, prefix.order)  # the prefix is written: finish it while it is cached
         async with asyncio.TaskGroup() as tasks:
             for group in groups:
-                tasks.create_task(self.situate_and_finish(prefix, group, later, copies))
+                tasks.create_task(self.situate_and_finish(prefix, group, later, planned.copies))
+
+    async def situate_pack(self, members: tuple[Planned, ...]) -> None:
+        """One request for the chunks of several small documents (`pack.py`); usage shared
+        among them by size, each chunk checked and, where it fails, asked again alone."""
+        ask = pack_ask(members, self.context_tokens)
+        request = ask.request
+        if self.plain_json:
+            request = dataclasses.replace(request, json_schema=None)
+        chunks = [c for m in members for c in m.chunks]
+        tokens_in = sum(self.count_tokens(c.text) for c in chunks) + PROMPT_OVERHEAD_TOKENS
+        priority: Priority = (1, members[0].prefix.order)
+        sent = pack_prefix(members)
+        try:
+            completion = await self.sender.send(sent, request, chunks[0], priority, tokens_in)
+        except Exception as exc:  # any failure: these chunks fall back, the run goes on
+            if self._refused_schema(exc, request):
+                return await self.situate_pack(members)
+            for member in members:
+                self._finish_all(member, [self._failed(member.prefix.document, c, exc)
+                                          for c in member.chunks])  # fmt: skip
+            return
+        weights = [m.prefix.tokens for m in members]
+        for member, usage in zip(members, share_usage(completion.usage, weights), strict=True):
+            self.ledger.record_usage(member.prefix.document.doc_id, usage)
+        answers = parse_answers(completion.text, ask.all_ids)
+
+        async def settle(member: Planned, ids: tuple[str, ...]) -> None:
+            results = await self._accept(
+                member.prefix, member.chunks, ids, answers, PACK_PROMPT_VERSION, priority
+            )
+            self._finish_all(member, results)
+
+        async with asyncio.TaskGroup() as tasks:
+            for member, ids in zip(members, ask.ids, strict=True):
+                tasks.create_task(settle(member, ids))
+
+    def _finish_all(self, planned: Planned, results: Sequence[SituateResult]) -> None:
+        for chunk, result in zip(planned.chunks, results, strict=True):
+            self.finish(planned.prefix.document, result)
+            for copy in planned.copies.get(chunk.chunk_id, ()):
+                self.finish(
+                    planned.prefix.document, dataclasses.replace(result, chunk_id=copy.chunk_id)
+                )
+
+    def _refused_schema(self, exc: BaseException, request: CompletionRequest) -> bool:
+        """An OpenAI-compatible server without structured outputs (a 400 to a schema): the
+        prompt itself asks for the JSON, so from now on it is asked for in words only."""
+        refused = isinstance(exc, ProviderError) and exc.status == 400
+        if refused and request.json_schema is not None:
+            self.plain_json = True
+            return True
+        return False
 
     async def situate_and_finish(
         self,
         prefix: Prefix,
         group: tuple[Chunk, ...],
         priority: Priority,
-        copies: dict[str, list[Chunk]],
+        copies: Mapping[str, list[Chunk]],
     ) -> None:
         if self.group_size == 1:
             results = [await self.situate(prefix, group[0], priority)]
@@ -155,23 +218,33 @@ class _Run:
         try:
             completion = await self.sender.send(prefix, request, group[0], priority, tokens_in)
         except Exception as exc:  # any failure: these chunks fall back, the run goes on
-            refused = isinstance(exc, ProviderError) and exc.status == 400
-            if refused and request.json_schema is not None:
-                # An OpenAI-compatible server without structured outputs: the prompt itself
-                # asks for the JSON, so ask again without the schema (and never send it again).
-                self.plain_json = True
+            if self._refused_schema(exc, request):
                 return await self.situate_group(prefix, group, priority)
             return [self._failed(document, c, exc) for c in group]
         self.ledger.record_usage(document.doc_id, completion.usage)
         answers = parse_answers(completion.text, ask.ids)
+        return await self._accept(prefix, group, ask.ids, answers, GROUP_PROMPT_VERSION, priority)
+
+    async def _accept(
+        self,
+        prefix: Prefix,
+        chunks: Sequence[Chunk],
+        ids: Sequence[str],
+        answers: Mapping[str, str],
+        version: str,
+        priority: Priority,
+    ) -> list[SituateResult]:
+        """Each chunk's context from a grouped or packed answer, cached under `version`; a
+        chunk the answer misses or gets wrong is asked again alone (the per-chunk prompt)."""
+        document = prefix.document
         results: dict[str, SituateResult] = {}
         again: list[Chunk] = []
-        for chunk_id, chunk in zip(ask.ids, group, strict=True):
+        for chunk_id, chunk in zip(ids, chunks, strict=True):
             text = answers.get(chunk_id)
             verdict = None if text is None else self._verdict(document, chunk, text)
             if text is not None and verdict is None:
                 if self.cache is not None:
-                    self.cache.put(self._key(document, chunk, GROUP_PROMPT_VERSION), text)
+                    self.cache.put(self._key(document, chunk, version), text)
                 results[chunk.chunk_id] = SituateResult(chunk.chunk_id, text, "llm")
                 continue
             why = "missing from the grouped answer" if verdict is None else verdict.reason
@@ -179,7 +252,7 @@ class _Run:
             again.append(chunk)
         alone = await asyncio.gather(*(self.situate(prefix, c, priority) for c in again))
         results.update((r.chunk_id, r) for r in alone)
-        return [results[c.chunk_id] for c in group]
+        return [results[c.chunk_id] for c in chunks]
 
     def _ttl(self, request: CompletionRequest) -> CompletionRequest:
         if request.cache and request.cache_ttl != self.cache_ttl:
@@ -263,12 +336,14 @@ async def situate_documents(
     context_tokens: int = 200,
     batch: BatchOptions | None = None,
     cache_ttl: CacheTTL | None = None,
+    pack_tokens: int = 0,
 ) -> dict[str, SituateResult]:
     """Situate every chunk of `documents`; returns a result per chunk id, none missing.
 
     `render_document` turns a document into the prompt prefix the provider caches, so that its
     size can be measured against `llm.min_cacheable_tokens`. `group_size` chunks share one
     request (`ctxr.enrich.situate.group`); 1 asks for each chunk alone, Anthropic's method.
+    Grouped, small documents share a request up to `pack_tokens` (`pack.py`; 0: never).
     The caller owns `llm`, `cache` and `ledger` (this writes the ledger to its path, if it has
     one, however the run ends). `batch` sends through the provider's Batch API
     (`ctxr.enrich.situate.batch`); `cache_ttl` defaults to "1h" there (a batch may take longer
@@ -312,9 +387,11 @@ async def situate_documents(
                 doc.doc_id, doc.source, chunks=chunks, tokens=p.tokens, cached=p.cache
             )
         run.progress.start(PHASE, sum(run.left.values()))
+        planned = [plan for prefix in prefixes if (plan := run.prepare(prefix)) is not None]
+        units = plan_packs(planned, group_size, pack_tokens if group_size > 1 else 0)
         async with asyncio.TaskGroup() as group:
-            for prefix in prefixes:
-                group.create_task(run.run_prefix(prefix))
+            for unit in units:
+                group.create_task(run.run_unit(unit))
         interrupted = False
     finally:
         if isinstance(sender, BatchSender):
