@@ -19,6 +19,9 @@ limiter (shared buckets and cooldowns), tenacity retries on retryable `ProviderE
 exponential backoff and jitter that waits at least `retry_after`, and validation (a response
 that is not a context is retried once). A chunk that still fails gets its outline context,
 flagged, and the run goes on. The ledger is written in a `finally`, interrupted or not.
+
+What to ask is planned once for the run (`pack.py`: groups per prefix, small documents
+packed); grouped and packed requests and their answers are `grouped.py`'s.
 """
 
 from __future__ import annotations
@@ -30,17 +33,15 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ctxr.enrich.situate.batch import BatchOptions, BatchSender
-from ctxr.enrich.situate.group import GROUP_PROMPT_VERSION, ask_for, parse_answers
+from ctxr.enrich.situate.group import GROUP_PROMPT_VERSION
+from ctxr.enrich.situate.grouped import GroupedAsks
 from ctxr.enrich.situate.ledger import Ledger
 from ctxr.enrich.situate.outline import outline_context
 from ctxr.enrich.situate.pack import (
     PACK_PROMPT_VERSION,
     Planned,
-    pack_ask,
-    pack_prefix,
     plan_packs,
     plan_prefix,
-    share_usage,
 )
 from ctxr.enrich.situate.prompt import SituateRequest
 from ctxr.enrich.situate.response_cache import ResponseCache, chunk_key
@@ -48,7 +49,6 @@ from ctxr.enrich.situate.results import Backoff, SituateResult, describe
 from ctxr.enrich.situate.sender import PROMPT_OVERHEAD_TOKENS, Sender, make_sender
 from ctxr.enrich.situate.validate import DEFAULT_MAX_TOKENS, Verdict, check_context
 from ctxr.enrich.situate.window import Prefix, plan_prefixes
-from ctxr.errors import ProviderError
 from ctxr.llm.base import LLM, CacheTTL, CompletionRequest
 from ctxr.llm.ratelimit import Priority, RateLimiter, RateLimits
 from ctxr.progress import NullProgress, Progress
@@ -59,7 +59,7 @@ NOTE_EVERY_SECONDS = 5.0
 
 
 @dataclass(eq=False)
-class _Run:
+class _Run(GroupedAsks):
     llm: LLM
     cache: ResponseCache | None
     sender: Sender | BatchSender
@@ -129,58 +129,6 @@ class _Run:
             for group in groups:
                 tasks.create_task(self.situate_and_finish(prefix, group, later, planned.copies))
 
-    async def situate_pack(self, members: tuple[Planned, ...]) -> None:
-        """One request for the chunks of several small documents (`pack.py`); usage shared
-        among them by size, each chunk checked and, where it fails, asked again alone."""
-        ask = pack_ask(members, self.context_tokens)
-        request = ask.request
-        if self.plain_json:
-            request = dataclasses.replace(request, json_schema=None)
-        chunks = [c for m in members for c in m.chunks]
-        tokens_in = sum(self.count_tokens(c.text) for c in chunks) + PROMPT_OVERHEAD_TOKENS
-        priority: Priority = (1, members[0].prefix.order)
-        sent = pack_prefix(members)
-        try:
-            completion = await self.sender.send(sent, request, chunks[0], priority, tokens_in)
-        except Exception as exc:  # any failure: these chunks fall back, the run goes on
-            if self._refused_schema(exc, request):
-                return await self.situate_pack(members)
-            for member in members:
-                self._finish_all(member, [self._failed(member.prefix.document, c, exc)
-                                          for c in member.chunks])  # fmt: skip
-            return
-        weights = [m.prefix.tokens for m in members]
-        for member, usage in zip(members, share_usage(completion.usage, weights), strict=True):
-            self.ledger.record_usage(member.prefix.document.doc_id, usage)
-        answers = parse_answers(completion.text, ask.all_ids)
-
-        async def settle(member: Planned, ids: tuple[str, ...]) -> None:
-            results = await self._accept(
-                member.prefix, member.chunks, ids, answers, PACK_PROMPT_VERSION, priority
-            )
-            self._finish_all(member, results)
-
-        async with asyncio.TaskGroup() as tasks:
-            for member, ids in zip(members, ask.ids, strict=True):
-                tasks.create_task(settle(member, ids))
-
-    def _finish_all(self, planned: Planned, results: Sequence[SituateResult]) -> None:
-        for chunk, result in zip(planned.chunks, results, strict=True):
-            self.finish(planned.prefix.document, result)
-            for copy in planned.copies.get(chunk.chunk_id, ()):
-                self.finish(
-                    planned.prefix.document, dataclasses.replace(result, chunk_id=copy.chunk_id)
-                )
-
-    def _refused_schema(self, exc: BaseException, request: CompletionRequest) -> bool:
-        """An OpenAI-compatible server without structured outputs (a 400 to a schema): the
-        prompt itself asks for the JSON, so from now on it is asked for in words only."""
-        refused = isinstance(exc, ProviderError) and exc.status == 400
-        if refused and request.json_schema is not None:
-            self.plain_json = True
-            return True
-        return False
-
     async def situate_and_finish(
         self,
         prefix: Prefix,
@@ -192,67 +140,7 @@ class _Run:
             results = [await self.situate(prefix, group[0], priority)]
         else:
             results = await self.situate_group(prefix, group, priority)
-        for chunk, result in zip(group, results, strict=True):
-            self.finish(prefix.document, result)
-            for copy in copies.get(chunk.chunk_id, ()):
-                self.finish(prefix.document, dataclasses.replace(result, chunk_id=copy.chunk_id))
-
-    async def situate_group(
-        self, prefix: Prefix, group: tuple[Chunk, ...], priority: Priority
-    ) -> list[SituateResult]:
-        """One request for `group`; a chunk the answer misses or gets wrong is asked alone."""
-        document = prefix.document
-        window = prefix.window
-        ask = ask_for(
-            window.text,
-            window.block is None,
-            window.chunks,
-            group,
-            prefix.cache,
-            self.context_tokens,
-        )
-        request = self._ttl(ask.request)
-        if self.plain_json:
-            request = dataclasses.replace(request, json_schema=None)
-        tokens_in = sum(self.count_tokens(c.text) for c in group) + PROMPT_OVERHEAD_TOKENS
-        try:
-            completion = await self.sender.send(prefix, request, group[0], priority, tokens_in)
-        except Exception as exc:  # any failure: these chunks fall back, the run goes on
-            if self._refused_schema(exc, request):
-                return await self.situate_group(prefix, group, priority)
-            return [self._failed(document, c, exc) for c in group]
-        self.ledger.record_usage(document.doc_id, completion.usage)
-        answers = parse_answers(completion.text, ask.ids)
-        return await self._accept(prefix, group, ask.ids, answers, GROUP_PROMPT_VERSION, priority)
-
-    async def _accept(
-        self,
-        prefix: Prefix,
-        chunks: Sequence[Chunk],
-        ids: Sequence[str],
-        answers: Mapping[str, str],
-        version: str,
-        priority: Priority,
-    ) -> list[SituateResult]:
-        """Each chunk's context from a grouped or packed answer, cached under `version`; a
-        chunk the answer misses or gets wrong is asked again alone (the per-chunk prompt)."""
-        document = prefix.document
-        results: dict[str, SituateResult] = {}
-        again: list[Chunk] = []
-        for chunk_id, chunk in zip(ids, chunks, strict=True):
-            text = answers.get(chunk_id)
-            verdict = None if text is None else self._verdict(document, chunk, text)
-            if text is not None and verdict is None:
-                if self.cache is not None:
-                    self.cache.put(self._key(document, chunk, version), text)
-                results[chunk.chunk_id] = SituateResult(chunk.chunk_id, text, "llm")
-                continue
-            why = "missing from the grouped answer" if verdict is None else verdict.reason
-            self.ledger.record_retry(chunk.chunk_id, f"{why}; asked alone")
-            again.append(chunk)
-        alone = await asyncio.gather(*(self.situate(prefix, c, priority) for c in again))
-        results.update((r.chunk_id, r) for r in alone)
-        return [results[c.chunk_id] for c in chunks]
+        self.finish_planned(Planned(prefix, (group,), copies), results)
 
     def _ttl(self, request: CompletionRequest) -> CompletionRequest:
         if request.cache and request.cache_ttl != self.cache_ttl:
