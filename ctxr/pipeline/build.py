@@ -19,6 +19,7 @@ from ctxr.enrich.load.walk import disk_path, display_path
 from ctxr.enrich.situate.contexts import ContextPlan, resolve_context, situate_all
 from ctxr.index import components, integrity
 from ctxr.index.bm25.analyzer import Bm25Analyzer
+from ctxr.index.bm25.window import bm25_text
 from ctxr.index.embed.base import Embedder
 from ctxr.index.manifest import MANIFEST_NAME, Manifest
 from ctxr.index.run_lock import index_lock
@@ -275,7 +276,8 @@ def _prepare(
     prepared: list[Prepared] = []
     for document, _ in pairs:
         situated = run.situated[document.doc_id]
-        counts = [len(analyzer.terms(c.indexed_text())) for c in situated]
+        window = settings.bm25_window_tokens
+        counts = [len(analyzer.terms(bm25_text(document, c, window))) for c in situated]
         incomplete = document.doc_id in run.incomplete
         prepared.append(Prepared(document, situated, counts, incomplete))
     if run.incomplete:
