@@ -64,7 +64,7 @@ def watch_command(paths: tuple[Path, ...], index_dir: Path | None, debounce: int
     last_try = 0.0
     try:
         for changes in watchfiles.watch(
-            *[os.path.abspath(r) for r in roots],
+            *watched_paths(roots),
             watch_filter=lambda _, path: not Path(path).resolve().is_relative_to(index),
             debounce=max(MAX_WAIT_MS, debounce),
             step=debounce,
@@ -93,6 +93,14 @@ def watch_command(paths: tuple[Path, ...], index_dir: Path | None, debounce: int
         _say("stopped")
     finally:
         updater.close()
+
+
+def watched_paths(roots: list[str]) -> list[str]:
+    """What the OS watches: folders as given, and a file's folder rather than the file (an
+    editor that saves by renaming a new file over it would leave a watch on the file blind to
+    the next save); events beside the file are dropped by `changed_targets`."""
+    watched = {os.path.abspath(r if os.path.isdir(r) else os.path.dirname(r) or ".") for r in roots}
+    return sorted(watched)
 
 
 class Updater:

@@ -77,7 +77,7 @@ def test_files_the_walk_skips_are_not_indexed_and_leave_when_they_become_skipped
     assert report.documents_indexed == 0
     reasons = {Path(s.path).name: s.reason for s in report.skipped}
     assert reasons["drafts"] == "ignored directory" and reasons["e.tmp"] == "ignored file"
-    assert reasons[".hidden.md"] == "hidden file" and "logo.png" in reasons
+    assert "logo.png" in reasons and ".hidden.md" not in reasons  # hidden: never even walked
     # An indexed file emptied in the editor is no longer what the index says: it goes.
     (corpus / "a.md").write_text("")
     report = update_index(["docs"], [corpus / "a.md"], settings, embedder=HashEmbedder())
@@ -117,3 +117,7 @@ def test_changed_targets_keep_paths_under_roots_spelled_as_the_walk_spells_them(
     assert changed_targets(["docs"], [f"{absolute}/.gitignore", f"{absolute}/c.md"]) == [
         ("docs", Path("docs"))
     ]
+    hidden = [f"{absolute}/.a.md.swp", f"{absolute}/.git/index", f"{absolute}/x/.b.md"]
+    assert changed_targets(["docs"], hidden) == []
+    assert update_index(["docs"], hidden, load_settings(index_dir=tmp_path / "none")).seconds == 0
+    assert not (tmp_path / "none").exists()  # nothing to read: the index is not even opened
