@@ -8,6 +8,7 @@ CtxrError
 ├── IndexError_            the index directory is missing, corrupt or incompatible
 │   ├── IndexNotFoundError
 │   ├── IndexMismatchError
+│   ├── IndexInUseError    another process holds the shard (a `ctxr serve` it names, or a run)
 │   └── IndexCorruptError  the store cannot be read, or reads back what was never written
 ├── EmbedderError          the embedding model cannot be loaded or run
 ├── DatasetError           an evaluation data set is missing or malformed
@@ -50,6 +51,10 @@ class IndexNotFoundError(IndexError_):
 
 
 class IndexMismatchError(IndexError_):
+    pass
+
+
+class IndexInUseError(IndexError_):
     pass
 
 

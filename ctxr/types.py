@@ -10,7 +10,7 @@ import hashlib
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 # A fixed namespace makes chunk ids deterministic across machines and runs: re-indexing a
 # document overwrites its points instead of duplicating them.
@@ -154,3 +154,25 @@ class Hit:
         if self.flags:  # only when there is something to say: unflagged hits read as before
             data["flags"] = list(self.flags)
         return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Hit:
+        """The hit `to_json` wrote (a served search's answer), to be shown as a local one."""
+        scores = data.get("scores") or {}
+        return cls(
+            rank=int(data["rank"]),
+            chunk_id=str(data["chunk_id"]),
+            doc_id=str(data["doc_id"]),
+            source=str(data["source"]),
+            start=int(data["start"]),
+            end=int(data["end"]),
+            heading_path=tuple(str(h) for h in data.get("heading_path") or ()),
+            text=str(data["text"]),
+            context=str(data.get("context") or ""),
+            score=float(data["score"]),
+            scores={
+                str(name): RetrieverScore(float(s["score"]), int(s["rank"]))
+                for name, s in scores.items()
+            },
+            flags=tuple(str(f) for f in data.get("flags") or ()),
+        )

@@ -16,8 +16,10 @@ with every hit flagged, never an error.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
+import socket
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -30,8 +32,10 @@ from fastapi.responses import JSONResponse
 from fastapi.security import HTTPBearer
 from starlette.concurrency import run_in_threadpool
 
+from ctxr.api.client import UPDATE_PATH
 from ctxr.api.guard import ACCESS_KEY, Guard
 from ctxr.api.holder import ServiceHolder
+from ctxr.api.live import add_live_routes
 from ctxr.api.models import (
     DocumentResponse,
     ErrorResponse,
@@ -44,6 +48,7 @@ from ctxr.api.models import (
 from ctxr.api.stats import stats_response
 from ctxr.config import Settings
 from ctxr.errors import ConfigError, CtxrError
+from ctxr.index.owner import Owner
 from ctxr.retrieve.service import SearchService
 
 if TYPE_CHECKING:
@@ -64,9 +69,13 @@ def _service(request: Request) -> Iterator[SearchService]:
 Service = Annotated[SearchService, Depends(_service)]
 
 
-def create_app(settings: Settings) -> FastAPI:
-    """The ASGI app over the index `settings` names; the index opens when the app starts."""
-    holder = ServiceHolder(settings)
+def create_app(settings: Settings, owner: Owner | None = None) -> FastAPI:
+    """The ASGI app over the index `settings` names; the index opens when the app starts.
+
+    With an `owner` (what `serve` passes for an embedded index) the app owns the index: it
+    announces itself in the owner file while it holds the shard, accepts the owner token, and
+    takes the live index's updates (`ctxr.api.live`)."""
+    holder = ServiceHolder(settings, owner)
     token = settings.api_token.get_secret_value() if settings.api_token else None
 
     @asynccontextmanager
@@ -92,7 +101,11 @@ def create_app(settings: Settings) -> FastAPI:
         token=token,
         max_body_bytes=settings.api_max_body_bytes,
         log_requests=settings.api_access_log,
+        owner_token=owner.token if owner else None,
+        private_paths=frozenset({UPDATE_PATH}) if owner else frozenset(),
     )
+    if owner is not None:
+        add_live_routes(app, holder, settings)
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -209,11 +222,48 @@ def _json_safe(value: Any) -> bool:
 
 def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8000) -> None:
     """Run the API on uvicorn until interrupted; access lines go to stderr as JSON."""
+    _log_access_as_json()
+    server, sock = owning_server(settings, host, port)
+    # uvicorn shuts down cleanly on Ctrl-C, then raises it again: a clean stop, not an error.
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(server.serve(sockets=[sock]))
+
+
+def owning_server(settings: Settings, host: str, port: int) -> tuple[uvicorn.Server, socket.socket]:
+    """A uvicorn server for the index, and its socket, already listening (port 0: any free one).
+
+    The socket listens before the index opens, so the owner file (written once the shard is
+    open) names a port that accepts connections from its first moment. A Qdrant-server index
+    has no shard to own: there every process opens the collection itself, and no file is
+    written."""
     import uvicorn
 
-    _log_access_as_json()
-    config = server_config(settings, create_app(settings), host, port)
-    asyncio.run(uvicorn.Server(config).serve())
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        sock = socket.create_server((host, port), family=family, backlog=2048)
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot listen on {host}:{port} ({exc.strerror or exc}); choose another --port, "
+            "or stop what is using it"
+        ) from exc
+    bound = sock.getsockname()[1]
+    owner = None if settings.qdrant_url else Owner.for_this_process(loopback_url(host, bound))
+    config = server_config(settings, create_app(settings, owner), host, bound)
+    log.info(f"serving {settings.index_dir} on http://{_hostport(host, bound)}")
+    return uvicorn.Server(config), sock
+
+
+def loopback_url(host: str, port: int) -> str:
+    """How a process on this machine reaches a server bound to `host`."""
+    if host in ("0.0.0.0", "", "localhost"):
+        host = "127.0.0.1"
+    elif host == "::":
+        host = "::1"
+    return f"http://{_hostport(host, port)}"
+
+
+def _hostport(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def server_config(settings: Settings, app: FastAPI, host: str, port: int) -> uvicorn.Config:

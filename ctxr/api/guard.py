@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import ipaddress
 import json
 import logging
 import time
@@ -33,6 +34,11 @@ DRAIN_SECONDS = 15.0
 
 
 class Guard:
+    """`token` is CTXR_API_TOKEN; `owner_token` the one a server that owns its index wrote in
+    the owner file (`ctxr.index.owner`), accepted like it. `private_paths` (the live index's
+    write endpoint) always need one of the two, even where no API token is set, and answer
+    only clients on this machine (loopback, or the server's own address)."""
+
     def __init__(
         self,
         app: ASGIApp,
@@ -41,12 +47,16 @@ class Guard:
         max_body_bytes: int,
         log_requests: bool = True,
         open_paths: frozenset[str] = frozenset({"/health"}),
+        owner_token: str | None = None,
+        private_paths: frozenset[str] = frozenset(),
     ) -> None:
         self.app = app
         self._token = token.encode("utf-8") if token else None
+        self._tokens = [t.encode("utf-8") for t in (token, owner_token) if t]
         self._max_body = max_body_bytes
         self._log = log_requests
         self._open = open_paths
+        self._private = private_paths
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -75,7 +85,10 @@ class Guard:
                 self._write_line(scope, status, started)
 
     def _refuse(self, scope: Scope) -> tuple[int, str, list[tuple[bytes, bytes]]] | None:
-        if self._token is None or scope["path"] in self._open:
+        private = scope["path"] in self._private
+        if private and not _local(scope):
+            return 403, "this endpoint answers only clients on the server's own machine", []
+        if (self._token is None and not private) or scope["path"] in self._open:
             return None
         given = b""
         for name, value in scope["headers"]:
@@ -83,13 +96,16 @@ class Guard:
                 given = value
                 break
         scheme, _, credential = given.partition(b" ")
-        # compare_digest: the time taken says nothing about how much of the token matched.
-        if scheme.lower() == b"bearer" and hmac.compare_digest(credential.strip(), self._token):
+        # compare_digest: the time taken says nothing about how much of the token matched;
+        # every token is compared, so neither does which one matched.
+        matched = [hmac.compare_digest(credential.strip(), t) for t in self._tokens]
+        if scheme.lower() == b"bearer" and any(matched):
             return None
         reason = "wrong bearer token" if given else "missing bearer token"
         return (
             401,
-            f"{reason}: send Authorization: Bearer <CTXR_API_TOKEN>",
+            f"{reason}: send Authorization: Bearer <CTXR_API_TOKEN>"
+            + (" (or the owner file's token)" if private else ""),
             [(b"www-authenticate", b"Bearer")],
         )
 
@@ -141,6 +157,20 @@ class Guard:
             line["client"] = client[0]
         line.update(scope.get(ACCESS_KEY) or {})
         access_log.info(json.dumps(line, ensure_ascii=False))
+
+
+def _local(scope: Scope) -> bool:
+    """Whether the client is on this machine: loopback, or the address the server listens on."""
+    client, server = scope.get("client"), scope.get("server")
+    host = client[0] if client else ""
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False  # a Unix socket or no peer at all: nothing says it is local
+    mapped = getattr(address, "ipv4_mapped", None)  # ::ffff:127.0.0.1 from a dual-stack socket
+    if address.is_loopback or (mapped is not None and mapped.is_loopback):
+        return True
+    return server is not None and host == server[0]
 
 
 async def _drain(receive: Receive, budget: int) -> None:

@@ -14,6 +14,12 @@ its manifest (device, inode, and the manifest's size and mtime) with what it ope
 
 A retired service is closed only when the last request using it has finished (`lease`), so a
 reopen never pulls the store from under a search in flight.
+
+A holder given an `Owner` (`ctxr serve` on an embedded index) announces it in the index's
+owner file while it has the shard open, and withdraws it when it lets the shard go, so other
+ctxr processes reach the index through this server (`ctxr.index.owner`). Updates written
+through the open store (`writing`, for `ctxr watch`) rewrite the manifest; the holder records
+the new identity itself, and checks the disk neither during nor because of them.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from fastapi import HTTPException
 from ctxr.config import Settings
 from ctxr.errors import CtxrError
 from ctxr.index.manifest import MANIFEST_NAME
+from ctxr.index.owner import Owner, announce, withdraw
 from ctxr.index.store.factory import shard_path
 from ctxr.retrieve.service import SearchService
 
@@ -56,8 +63,9 @@ def identity(index_dir: Path) -> Identity:
 
 
 class ServiceHolder:
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, owner: Owner | None = None) -> None:
         self.settings = settings
+        self.owner = owner
         self.index_dir = Path(settings.index_dir)
         self.service: SearchService | None = None
         self.error: str | None = None
@@ -69,6 +77,7 @@ class ServiceHolder:
         self._checked = 0.0
         self._tried = 0.0
         self._deleted: str | None = None  # said while the deleted index stays missing
+        self._gate = threading.Lock()  # a write, or a look at the disk: never both at once
 
     def open(self) -> None:
         if not self._opening.acquire(blocking=False):
@@ -85,6 +94,8 @@ class ServiceHolder:
                 self.service, self.error, self._identity = service, error, seen
             if error:
                 log.warning(f"serving without an index: {error}")
+            elif self.owner is not None:
+                self._announce()
         finally:
             self._opening.release()
 
@@ -93,6 +104,26 @@ class ServiceHolder:
         now = time.monotonic()
         if not force and now - self._checked < CHECK_SECONDS:
             return
+        if not self._gate.acquire(blocking=False):
+            return  # an update is being written; it records the index's identity itself
+        try:
+            self._check(now, force)
+        finally:
+            self._gate.release()
+
+    @contextmanager
+    def writing(self) -> Iterator[SearchService]:
+        """The service, for one update written through its own store; one at a time."""
+        with self._gate:
+            self._check(time.monotonic(), True)  # not into an index deleted meanwhile
+            with self.lease() as service:
+                try:
+                    yield service
+                finally:
+                    with self._lock:  # our own manifest rewrite is no replacement
+                        self._identity = identity(self.index_dir)
+
+    def _check(self, now: float, force: bool) -> None:
         self._checked = now
         if self.service is None:
             if force or now - self._tried >= RETRY_SECONDS:
@@ -141,6 +172,8 @@ class ServiceHolder:
             service, self.service, self.error = self.service, None, reason
             if service is None:
                 return
+            if self.owner is not None:
+                withdraw(self.index_dir, self.owner)
             if self._users.get(id(service)):
                 self._retired[id(service)] = service
                 return
@@ -148,6 +181,14 @@ class ServiceHolder:
 
     def close(self) -> None:
         self._retire("the server is stopping")
+
+    def _announce(self) -> None:
+        assert self.owner is not None
+        try:
+            announce(self.index_dir, self.owner)
+        except OSError as exc:  # a read-only index directory: serve on, unannounced
+            log.warning(f"cannot write the owner file in {self.index_dir} ({exc}); other "
+                        "ctxr commands will not find this server")  # fmt: skip
 
 
 def _open(settings: Settings) -> tuple[SearchService | None, str | None]:

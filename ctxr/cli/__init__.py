@@ -25,6 +25,7 @@ COMMANDS: dict[str, str] = {
     "estimate": "ctxr.cli.estimate:estimate_command",
     "search": "ctxr.cli.search:search_command",
     "serve": "ctxr.cli.serve:serve_command",
+    "watch": "ctxr.cli.watch:watch_command",
     "doctor": "ctxr.cli.doctor:doctor_command",
     "mcp": "ctxr.cli.mcp:mcp_command",
     "split": "ctxr.cli.split:split_command",

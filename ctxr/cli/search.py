@@ -63,15 +63,15 @@ def search_command(
     as_json: bool,
 ) -> None:
     """Search an index: dense and BM25 rankings fused (DBSF or reciprocal rank fusion)."""
+    from ctxr.api.client import open_searcher  # the index, or the server that owns it
     from ctxr.cli import render
     from ctxr.index.filters import filters_from_cli
-    from ctxr.retrieve.service import SearchService
 
     filters = filters_from_cli(filter_exprs) if filter_exprs else None
     if (query is None) == (queries is None):
         raise click.UsageError("give either a QUERY or --queries FILE.jsonl")
     settings = load_settings(index_dir=index_dir, candidates=candidates, fusion=fusion, rrf_k=rrf_k)
-    with SearchService(settings) as service:
+    with open_searcher(settings, candidates=candidates, fusion=fusion, rrf_k=rrf_k) as service:
         if queries is not None:
             batch = list(_read_queries(queries))
             results = service.search_many(

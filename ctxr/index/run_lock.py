@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ctxr.errors import IndexError_
+from ctxr.errors import IndexInUseError
 
 try:
     import fcntl
@@ -35,9 +35,9 @@ def index_lock(index_dir: Path) -> Iterator[None]:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise IndexError_(
+            raise IndexInUseError(
                 f"the index at {index_dir} is in use by another ctxr process (a running "
-                "`ctxr index`); wait for it to finish, then retry"
+                "`ctxr index` or a `ctxr watch` update); wait for it to finish, then retry"
             ) from None
         try:
             yield

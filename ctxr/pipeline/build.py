@@ -11,23 +11,26 @@ from __future__ import annotations
 import shutil
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from ctxr.config import Settings
 from ctxr.enrich.load.kinds import is_kind_skip
-from ctxr.enrich.load.walk import disk_path, display_path
+from ctxr.enrich.load.walk import display_path
 from ctxr.enrich.situate.contexts import ContextPlan, resolve_context, situate_all
 from ctxr.index import components, integrity
 from ctxr.index.bm25.analyzer import Bm25Analyzer
 from ctxr.index.bm25.window import bm25_text
 from ctxr.index.embed.base import Embedder
 from ctxr.index.manifest import MANIFEST_NAME, Manifest
+from ctxr.index.owner import refuse_if_owned
 from ctxr.index.run_lock import index_lock
 from ctxr.index.store import factory as store_factory
 from ctxr.index.store.base import Store
 from ctxr.pipeline.chunk_sizes import ChunkSizes
 from ctxr.pipeline.chunking import Chunker, default_chunker
 from ctxr.pipeline.collect import load_paths
+from ctxr.pipeline.prune import gone_documents, remove_documents
 from ctxr.pipeline.recipe import document_recipe
 from ctxr.pipeline.report import IndexReport
 from ctxr.pipeline.write import Prepared, write
@@ -70,6 +73,16 @@ def open_or_create(
 Collector = Callable[[Manifest, Store, str, IndexReport, Progress], list[Document]]
 
 
+@dataclass(frozen=True, slots=True)
+class OpenIndex:
+    """An index its caller already holds open (a server's shard): written in place, not closed.
+
+    The manifest is the caller's to hand over (a copy, if other threads read theirs)."""
+
+    manifest: Manifest
+    store: Store
+
+
 def build_index(
     paths: Sequence[str | Path],
     settings: Settings,
@@ -84,12 +97,17 @@ def build_index(
     def collect(
         manifest: Manifest, store: Store, recipe: str, report: IndexReport, bar: Progress
     ) -> list[Document]:
-        todo = _load_changed(paths, settings, manifest, recipe, report, bar)
+        todo = load_changed(paths, settings, manifest, recipe, report, bar)
         if prune:
-            _prune(paths, manifest, store, report, Path(settings.index_dir))
+            # Gone from an indexed directory, or skipped now as a binary or a non-document
+            # (an SVG indexed by an older ctxr).
+            roots = [display_path(p).rstrip("/") for p in paths if Path(p).is_dir()]
+            not_documents = {s.path for s in report.skipped if is_kind_skip(s.reason)}
+            gone = gone_documents(manifest, roots, not_documents)
+            remove_documents(gone, manifest, store, report)
         return todo
 
-    return _run(collect, settings, None, "split", rebuild, embedder, progress)
+    return run_index(collect, settings, None, "split", rebuild, embedder, progress)
 
 
 def index_documents(
@@ -120,10 +138,10 @@ def index_documents(
                 todo.append(document)
         return todo
 
-    return _run(collect, settings, chunker, chunker_name, rebuild, embedder, progress)
+    return run_index(collect, settings, chunker, chunker_name, rebuild, embedder, progress)
 
 
-def _run(
+def run_index(
     collect: Collector,
     settings: Settings,
     chunker: Chunker | None,
@@ -131,16 +149,23 @@ def _run(
     rebuild: bool,
     embedder: Embedder | None,
     progress: Progress | None,
+    opened: OpenIndex | None = None,
 ) -> IndexReport:
     started = time.perf_counter()
     progress = progress or NullProgress()
     plan = resolve_context(settings)
     index_dir = Path(settings.index_dir)
+    if opened is None:  # before --rebuild could delete a shard a server has open
+        refuse_if_owned(index_dir, "index it")
     with index_lock(index_dir):  # before anything is created: one run per index at a time
+        own_embedder = embedder is None  # a caller's embedder stays open for its next run
         embedder = embedder or components.make_embedder(settings, cached=True)
         analyzer = components.make_analyzer(settings)
         report = IndexReport(index_dir=str(index_dir), context_kind=plan.kind)
-        manifest, store = open_or_create(index_dir, settings, embedder, analyzer, rebuild)
+        if opened is None:
+            manifest, store = open_or_create(index_dir, settings, embedder, analyzer, rebuild)
+        else:
+            manifest, store = opened.manifest, opened.store
         try:
             recipe = document_recipe(settings, plan, chunker_name)
             todo = collect(manifest, store, recipe, report, progress)
@@ -160,9 +185,10 @@ def _run(
             _verify(store, manifest, index_dir, report)
             report.points_total = store.count()
         finally:
-            store.close()
+            if opened is None:
+                store.close()
             close = getattr(embedder, "close", None)
-            if callable(close):
+            if own_embedder and callable(close):
                 close()
     report.seconds = time.perf_counter() - started
     return report
@@ -208,7 +234,7 @@ def _verify(store: Store, manifest: Manifest, index_dir: Path, report: IndexRepo
         raise integrity.corrupt(index_dir, found.summary())
 
 
-def _load_changed(
+def load_changed(
     paths: Sequence[str | Path],
     settings: Settings,
     manifest: Manifest,
@@ -225,31 +251,6 @@ def _load_changed(
         else:
             todo.append(document)
     return todo
-
-
-def _prune(
-    paths: Sequence[str | Path],
-    manifest: Manifest,
-    store: Store,
-    report: IndexReport,
-    index_dir: Path,
-) -> None:
-    """Remove documents that were indexed from one of `paths`' directories and are gone now, or
-    that this run skipped as binaries or non-documents (an SVG indexed by an older ctxr)."""
-    roots = [display_path(p).rstrip("/") for p in paths if Path(p).is_dir()]
-    not_documents = {s.path for s in report.skipped if is_kind_skip(s.reason)}
-    gone = [
-        doc_id
-        for doc_id, entry in manifest.documents.items()
-        if any(_under(entry.source, root) for root in roots)
-        and (not _on_disk(entry.source) or entry.source in not_documents)
-    ]
-    if gone:
-        store.delete_documents(gone)
-        for doc_id in gone:
-            del manifest.documents[doc_id]
-        manifest.save(index_dir)
-        report.documents_removed = len(gone)
 
 
 def _prepare(
@@ -286,15 +287,3 @@ def _prepare(
             "contexts used); the next run asks again for those chunks only"
         )
     return prepared
-
-
-def _on_disk(source: str) -> bool:
-    # A source with byte escapes names a file whose name is not UTF-8 (see `display_path`).
-    return Path(source).exists() or disk_path(source).exists()
-
-
-def _under(source: str, root: str) -> bool:
-    # The walk writes files under "." without the "./" (`docs/a.md`, not `./docs/a.md`).
-    if root == ".":
-        return not source.startswith("/")
-    return source.startswith(root + "/")

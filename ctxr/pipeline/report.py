@@ -17,6 +17,7 @@ class IndexReport:
     documents_unchanged: int = 0
     documents_removed: int = 0
     chunks_written: int = 0
+    chunks_removed: int = 0  # old points deleted: of removed documents and of replaced ones
     chunks_truncated: int = 0
     points_total: int = 0
     skipped: list[Skipped] = field(default_factory=list)

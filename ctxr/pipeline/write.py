@@ -188,7 +188,8 @@ def _write_batch(
     # reverse, and the next run clears them.
     if any(doc_id in manifest.documents for doc_id in starting):
         for doc_id in starting:
-            manifest.documents.pop(doc_id, None)
+            old = manifest.documents.pop(doc_id, None)
+            report.chunks_removed += old.chunks if old is not None else 0
         manifest.save(Path(report.index_dir))
     ctx.store.delete_documents(starting)
     ctx.store.upsert(points)

@@ -28,7 +28,7 @@ from ctxr.index.filters import PayloadFilter, parse_filters
 from ctxr.index.manifest import Manifest
 from ctxr.index.payload import ChunkPayload
 from ctxr.index.store import factory as store_factory
-from ctxr.index.store.base import ScoredRecord
+from ctxr.index.store.base import ScoredRecord, Store
 from ctxr.retrieve.around import passage_around
 from ctxr.retrieve.expand import expand_parents
 from ctxr.retrieve.fusion import Fused, FusionParams, fuse
@@ -65,6 +65,21 @@ class SearchService:
         wanted = components.index_settings(self.settings, embedder, self._analyzer)
         self.manifest.check_compatible(wanted, self.index_dir)
         self._embedder = embedder
+
+    @property
+    def store(self) -> Store:
+        """The open store: a server writes its live updates through it (`ctxr.api.live`)."""
+        return self._store
+
+    @property
+    def embedder(self) -> Embedder:
+        assert self._embedder is not None  # set by `_check_compatible` in __init__
+        return self._embedder
+
+    def adopt_manifest(self, manifest: Manifest) -> None:
+        """Serve from `manifest`, written by an update through this service's own store."""
+        self.manifest = manifest
+        self._split_queries = any(e.split_identifiers for e in manifest.documents.values())
 
     def __enter__(self) -> SearchService:
         return self

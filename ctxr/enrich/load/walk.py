@@ -70,28 +70,88 @@ def walk(paths: Sequence[str | Path], max_file_bytes: int) -> Iterator[Path | Sk
         if not root.is_dir():
             yield Skipped(display_path(given), "no such file or directory")
             continue
-        spec = _ignore_spec(root)
-        for dirpath, dirnames, filenames in os.walk(root):
-            here = Path(dirpath)
-            rel_dir = here.relative_to(root)
-            kept_dirs = []
-            for name in sorted(dirnames):
-                rel = (rel_dir / name).as_posix() + "/"
-                if name.startswith("."):
-                    yield Skipped(display_path(here / name), "hidden directory")
-                elif spec is not None and spec.match_file(rel):
-                    yield Skipped(display_path(here / name), "ignored directory")
-                else:
-                    kept_dirs.append(name)
-            dirnames[:] = kept_dirs  # os.walk descends only into what we keep
-            for name in sorted(filenames):
-                path = here / name
-                if name.startswith("."):
-                    yield Skipped(display_path(path), "hidden file")
-                elif spec is not None and spec.match_file((rel_dir / name).as_posix()):
-                    yield Skipped(display_path(path), "ignored file")
-                else:
-                    yield _size_checked(path, max_file_bytes)
+        yield from _walk_tree(root, root, _ignore_spec(root), max_file_bytes)
+
+
+def walk_changed(
+    root: str | Path, changed: Sequence[Path], max_file_bytes: int
+) -> Iterator[Path | Skipped]:
+    """What `walk([root])` yields for the files at or under `changed`, without walking the rest.
+
+    `changed` are paths under `root`, spelled as the walk spells them (`root / relative`): the
+    live index re-reads only what changed, under the same rules as a whole walk (hidden
+    entries, the root's ignore files, the size limit). A changed directory is walked whole; a
+    path that no longer exists yields nothing.
+    """
+    top = Path(root)
+    if top.is_file():
+        if top in changed:
+            yield _size_checked(top, max_file_bytes)
+        return
+    spec = _ignore_spec(top)
+    for path in changed:
+        rel = path.relative_to(top)
+        excluded = _excluded_ancestor(top, rel, spec)
+        if excluded is not None:
+            yield excluded
+        elif path.is_dir():
+            if rel.parts:  # the directory itself, as its parent's walk would judge it
+                judged = _judge_dir(path, rel.parent, spec)
+                if judged is not None:
+                    yield judged
+                    continue
+            yield from _walk_tree(top, path, spec, max_file_bytes)
+        elif path.is_file():
+            yield _judge_file(path, rel.parent, spec, max_file_bytes)
+
+
+def _excluded_ancestor(
+    top: Path, rel: Path, spec: pathspec.GitIgnoreSpec | None
+) -> Skipped | None:
+    """The `Skipped` of the first directory between `top` and `rel` that the walk passes over."""
+    parts = rel.parts[:-1]
+    for depth, _ in enumerate(parts):
+        judged = _judge_dir(top.joinpath(*parts[: depth + 1]), Path(*parts[:depth]), spec)
+        if judged is not None:
+            return judged
+    return None
+
+
+def _walk_tree(
+    root: Path, top: Path, spec: pathspec.GitIgnoreSpec | None, max_file_bytes: int
+) -> Iterator[Path | Skipped]:
+    """The walk of `top` (root itself or a directory under it) under `root`'s ignore rules."""
+    for dirpath, dirnames, filenames in os.walk(top):
+        here = Path(dirpath)
+        rel_dir = here.relative_to(root)
+        kept_dirs = []
+        for name in sorted(dirnames):
+            judged = _judge_dir(here / name, rel_dir, spec)
+            if judged is not None:
+                yield judged
+            else:
+                kept_dirs.append(name)
+        dirnames[:] = kept_dirs  # os.walk descends only into what we keep
+        for name in sorted(filenames):
+            yield _judge_file(here / name, rel_dir, spec, max_file_bytes)
+
+
+def _judge_dir(path: Path, rel_dir: Path, spec: pathspec.GitIgnoreSpec | None) -> Skipped | None:
+    if path.name.startswith("."):
+        return Skipped(display_path(path), "hidden directory")
+    if spec is not None and spec.match_file((rel_dir / path.name).as_posix() + "/"):
+        return Skipped(display_path(path), "ignored directory")
+    return None
+
+
+def _judge_file(
+    path: Path, rel_dir: Path, spec: pathspec.GitIgnoreSpec | None, max_file_bytes: int
+) -> Path | Skipped:
+    if path.name.startswith("."):
+        return Skipped(display_path(path), "hidden file")
+    if spec is not None and spec.match_file((rel_dir / path.name).as_posix()):
+        return Skipped(display_path(path), "ignored file")
+    return _size_checked(path, max_file_bytes)
 
 
 def _size_checked(path: Path, max_file_bytes: int) -> Path | Skipped:

@@ -18,8 +18,11 @@ from ctxr.index.embed.base import Embedder, FloatMatrix
 
 
 class CachedEmbedder:
-    def __init__(self, inner: Embedder, directory: Path) -> None:
+    """`owns_inner=False` leaves `inner` open on `close` (a server's search embedder)."""
+
+    def __init__(self, inner: Embedder, directory: Path, owns_inner: bool = True) -> None:
         self.inner = inner
+        self._owns_inner = owns_inner
         self._cache = open_cache(Path(directory), "embedding cache", size_limit=4 * 2**30)
         self.hits = 0
         self.misses = 0
@@ -64,5 +67,5 @@ class CachedEmbedder:
     def close(self) -> None:
         self._cache.close()
         close_inner = getattr(self.inner, "close", None)
-        if callable(close_inner):
+        if self._owns_inner and callable(close_inner):
             close_inner()  # an HTTP embedder holds connections

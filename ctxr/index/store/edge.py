@@ -11,6 +11,7 @@ on disk (a truncated vector file, a garbled payload page), so each call turns th
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -18,7 +19,7 @@ from typing import Any, cast
 
 import qdrant_edge as qe
 
-from ctxr.errors import CtxrError, IndexError_
+from ctxr.errors import CtxrError, IndexError_, IndexInUseError
 from ctxr.index.bm25.weights import SparseTerms
 from ctxr.index.filters import AllOf, AnyOf, Condition, PayloadFilter, Range, match_values
 from ctxr.index.integrity import corrupt
@@ -31,6 +32,15 @@ from ctxr.index.store.base import (
     ScoredRecord,
     StoredPoint,
 )
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
+SHARD_DIR = "qdrant"  # the shard's directory under the index directory
+# The directory qdrant-edge locks while a shard is loaded (its write-ahead log).
+WAL_DIR = "wal"
 
 
 class EdgeStore:
@@ -73,15 +83,39 @@ class EdgeStore:
             shard = qe.EdgeShard.load(str(path))
         except Exception as exc:
             if "WouldBlock" in str(exc):
-                # Qdrant's write-ahead log is locked: the shard is healthy but open elsewhere.
-                raise IndexError_(
+                # Qdrant's write-ahead log is locked: the shard is healthy but open elsewhere
+                # (`factory.open_store` names the server that owns it, if one does).
+                raise IndexInUseError(
                     f"the index at {path.parent} is in use by another ctxr process (a running "
-                    "`ctxr index` or `ctxr serve`); wait for it to finish or stop it, then retry"
+                    "`ctxr index`, `ctxr watch` update, `ctxr mcp` or a Python program); wait "
+                    "for it to finish or stop it, then retry"
                 ) from exc
             lines = str(exc).strip().splitlines() or [type(exc).__name__]
             what = f"its Qdrant shard cannot be opened: {lines[0][:300]}"
             raise corrupt(path.parent, what) from exc
         return cls(shard, hnsw_ef, path)
+
+    @staticmethod
+    def held(path: Path) -> bool:
+        """Whether some process (this one included) has the shard at `path` open.
+
+        qdrant-edge holds an exclusive `flock` on the shard's `wal` directory while it is
+        loaded; a lock we can take (and drop at once) means nobody has it. Asked only when an
+        owner file claims the shard, so the probe cannot get in the way of ordinary opens.
+        """
+        if fcntl is None:  # pragma: no cover - Windows: no flock; believe the owner file
+            return True
+        try:
+            fd = os.open(path / WAL_DIR, os.O_RDONLY)
+        except OSError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)  # closing drops the probe's lock, if it took one
+        return False
 
     def upsert(self, points: Sequence[StoredPoint]) -> None:
         if not points:

@@ -10,15 +10,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ctxr.config import Settings
-from ctxr.errors import ConfigError
+from ctxr.errors import ConfigError, IndexInUseError
+from ctxr.index import owner
 from ctxr.index.store.base import Store
-from ctxr.index.store.edge import EdgeStore
+from ctxr.index.store.edge import SHARD_DIR, EdgeStore
 
 if TYPE_CHECKING:
     from ctxr.index.store.server import QdrantServerStore
 
-
-SHARD_DIR = "qdrant"
 
 
 def shard_path(index_dir: Path) -> Path:
@@ -29,7 +28,13 @@ def open_store(settings: Settings, index_dir: Path, dim: int | None = None) -> S
     """The index's existing store; `dim` (the manifest's) is checked where the backend can."""
     if settings.qdrant_url:
         return _server(settings, "open", dim)
-    return EdgeStore.open(shard_path(index_dir), settings.hnsw_ef)
+    try:
+        return EdgeStore.open(shard_path(index_dir), settings.hnsw_ef)
+    except IndexInUseError as exc:
+        served = owner.live_owner(index_dir)
+        if served is None:
+            raise
+        raise IndexInUseError(owner.owned_message(index_dir, served, "open it")) from exc
 
 
 def create_store(settings: Settings, index_dir: Path, dim: int) -> Store:
