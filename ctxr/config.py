@@ -127,6 +127,14 @@ class Settings(BaseSettings):
     # (reached through OPENAI_API_KEY / OPENAI_BASE_URL, as the LLM calls are).
     embedder: Literal["local", "openai"] = Field("local", description="who makes dense vectors")
     embedding_model: str | None = Field(None, description="openai model; text-embedding-3-small")
+    # The embeddings server when it is not the LLM's (TEI or vLLM beside an Ollama LLM): both
+    # default to OPENAI_BASE_URL / OPENAI_API_KEY.
+    embedding_base_url: str | None = Field(
+        None, description="OpenAI-compatible /v1/embeddings server; default OPENAI_BASE_URL"
+    )
+    embedding_api_key: SecretStr | None = Field(
+        None, description="key for CTXR_EMBEDDING_BASE_URL; default OPENAI_API_KEY"
+    )
     embedding_dimensions: int | None = Field(
         None, ge=1, description="shortened vectors (-3 models)"
     )
@@ -222,6 +230,8 @@ class Settings(BaseSettings):
         "qdrant_url",
         "qdrant_api_key",
         "embedding_model",
+        "embedding_base_url",
+        "embedding_api_key",
         "embedding_dimensions",
         "rerank",
         "rerank_url",

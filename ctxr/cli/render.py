@@ -43,8 +43,8 @@ def print_index_summary(report: IndexReport, verbose: bool = False) -> None:
         table.add_row("LLM", f"{c.provider} {c.model}")
         table.add_row(
             "LLM requests",
-            f"{c.requests} ({c.retries} retries, {c.failures} failed, "
-            f"{c.response_cache_hits} answered from cache)",
+            f"{c.requests} ({c.retries} retries, {c.failures} failed, {c.flagged} not a "
+            f"context, {c.response_cache_hits} answered from cache)",
         )
         hour = f" (+{c.cache_write_1h_tokens:,} for 1 h)" if c.cache_write_1h_tokens else ""
         table.add_row(

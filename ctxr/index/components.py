@@ -28,9 +28,12 @@ def make_embedder(settings: Settings, cached: bool = False) -> Embedder:
     if settings.embedder == "openai":
         from ctxr.index.embed.openai import DEFAULT_MODEL, OpenAIEmbedder  # imports the SDK
 
+        key = settings.embedding_api_key
         embedder = OpenAIEmbedder(
             model=settings.embedding_model or DEFAULT_MODEL,
             dimensions=settings.embedding_dimensions,
+            api_key=key.get_secret_value() if key is not None else None,
+            base_url=settings.embedding_base_url,
             requests_per_minute=settings.embedding_requests_per_minute,
             tokens_per_minute=settings.embedding_tokens_per_minute,
         )

@@ -42,6 +42,7 @@ class AnthropicLLM:
     ) -> None:
         self._model = model
         self._max_output_tokens = max_output_tokens
+        self._timeout = timeout
         self._async: anthropic.AsyncAnthropic | None = None
         self._sync: anthropic.Anthropic | None = None
         if sync:
@@ -144,7 +145,9 @@ class AnthropicLLM:
         if isinstance(exc, anthropic.APIConnectionError):
             timed_out = isinstance(exc, anthropic.APITimeoutError)
             secret = self._client.api_key
-            return error_map.connection_error(_NAME, self.base_url, exc, timed_out, secret)
+            return error_map.connection_error(
+                _NAME, self.base_url, exc, timed_out, secret, self._timeout
+            )
         if isinstance(exc, TypeError) and "authentication" in str(exc):
             # Raised by the SDK before sending when it finds no credential at all.
             return ProviderError(
@@ -186,8 +189,13 @@ class AnthropicLLM:
             why = f"unexpected response shape ({type(exc).__name__})"
             raise error_map.malformed(_NAME, why) from None
         model = getattr(message, "model", None)
+        truncated = getattr(message, "stop_reason", None) == "max_tokens"
         return Completion(
-            text.strip(), billed, model if isinstance(model, str) else self._model, headers
+            text.strip(),
+            billed,
+            model if isinstance(model, str) else self._model,
+            headers,
+            truncated,
         )
 
     def _status_error(self, exc: anthropic.APIStatusError) -> ProviderError:

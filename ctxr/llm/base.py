@@ -77,6 +77,9 @@ class Completion:
     # The provider's rate-limit response headers, lower-cased (anthropic-ratelimit-*,
     # x-ratelimit-*), so the queue's limiter can adapt to what the server says is left.
     rate_limit_headers: Mapping[str, str] = field(default_factory=dict)
+    # The model stopped at the output budget (OpenAI finish_reason "length", Anthropic
+    # stop_reason "max_tokens"): the text is cut off, a runaway the budget hid.
+    truncated: bool = False
 
 
 class LLM(Protocol):

@@ -110,10 +110,19 @@ def short(text: str, limit: int = 300) -> str:
 
 
 def connection_error(
-    name: str, base_url: str, exc: BaseException, timed_out: bool, secret: str | None
+    name: str,
+    base_url: str,
+    exc: BaseException,
+    timed_out: bool,
+    secret: str | None,
+    timeout: float | None = None,
 ) -> ProviderError:
-    """A failed connection or a timeout: always worth another try."""
-    what = "timed out" if timed_out else "connection failed"
+    """A failed connection or a timeout: always worth another try. `timeout`, the client's
+    limit in seconds, goes into a timeout's message: a local model slower than the limit
+    times out on every request, and the figure says which setting to raise."""
+    what = "connection failed"
+    if timed_out:
+        what = "timed out" if timeout is None else f"timed out after {timeout:g} s"
     cause = exc.__cause__ or exc
     detail = short(redact(str(cause) or type(cause).__name__, secret))
     message = f"{name} {what} at {base_url}: {detail}"

@@ -47,6 +47,7 @@ class OpenAILLM:
     ) -> None:
         self._model = model
         self._max_output_tokens = max_output_tokens
+        self._timeout = timeout
         self._async: openai.AsyncOpenAI | None = None
         self._sync: openai.OpenAI | None = None
         if sync:
@@ -148,7 +149,9 @@ class OpenAILLM:
         if isinstance(exc, openai.APIConnectionError):
             timed_out = isinstance(exc, openai.APITimeoutError)
             secret = self._client.api_key
-            return error_map.connection_error(_NAME, self.base_url, exc, timed_out, secret)
+            return error_map.connection_error(
+                _NAME, self.base_url, exc, timed_out, secret, self._timeout
+            )
         if isinstance(exc, ValueError | openai.APIResponseValidationError):
             return error_map.malformed(_NAME, f"undecodable body ({type(exc).__name__})")
         return None
@@ -177,8 +180,13 @@ class OpenAILLM:
                 _NAME, f"unexpected response shape ({type(exc).__name__})"
             ) from None
         model = getattr(completion, "model", None)
+        truncated = getattr(choices[0], "finish_reason", None) == "length"
         return Completion(
-            str(text).strip(), billed, model if isinstance(model, str) else self._model, headers
+            str(text).strip(),
+            billed,
+            model if isinstance(model, str) else self._model,
+            headers,
+            truncated,
         )
 
     def _status_error(self, exc: openai.APIStatusError) -> ProviderError:

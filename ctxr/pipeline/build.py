@@ -282,8 +282,9 @@ def _prepare(
         incomplete = document.doc_id in run.incomplete
         prepared.append(Prepared(document, situated, counts, incomplete))
     if run.incomplete:
+        why = f" (first error: {run.first_error})" if run.first_error else ""
         report.notices.append(
-            f"{len(run.incomplete)} documents have chunks whose LLM context failed (outline "
-            "contexts used); the next run asks again for those chunks only"
+            f"{len(run.incomplete)} documents have chunks whose LLM context failed{why}; "
+            "outline contexts used, the next run asks again for those chunks only"
         )
     return prepared

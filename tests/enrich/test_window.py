@@ -98,8 +98,21 @@ DOC = "intro\n" + CHUNK + "\n" + "more text " * 50
         ("<document>intro</document>", NOT_A_CONTEXT),
         (("more text " * 30).strip(), NOT_A_CONTEXT),
         ("Defines situate(document, chunk), the queue's entry point.", None),
+        # The prompt's heading-trail line repeated back (what SmolLM2-135M answers through
+        # llama.cpp: tests/llm/test_local_llamacpp.py).
+        ("The chunk sits under: Brant pumps > Noise", NOT_A_CONTEXT),
+        ("The chunk sits under: Kessel valves\nThe document is located within: x", NOT_A_CONTEXT),
+        ("Chunk c3 sits under: Guide > Install", NOT_A_CONTEXT),
+        ("Part of the guide: the chunk sits under the install section.", None),
     ],
 )
 def test_check_context(text: str, reason: str | None) -> None:
     verdict = check_context(text, chunk=CHUNK, document=DOC, count_tokens=words)
     assert (verdict.reason if verdict else None) == reason
+
+
+def test_an_answer_cut_at_the_output_budget_is_too_long() -> None:
+    good = "This function builds the context for one chunk of a document."
+    verdict = check_context(good, chunk=CHUNK, document=DOC, count_tokens=words, truncated=True)
+    assert verdict is not None and verdict.reason == TOO_LONG
+    assert "output budget" in verdict.detail

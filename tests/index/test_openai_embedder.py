@@ -190,6 +190,21 @@ def test_settings_choose_the_embedder(monkeypatch: pytest.MonkeyPatch) -> None:
         make_embedder(load_settings(embedding_model="text-embedding-3-large"))
 
 
+def test_the_embedder_has_its_own_server_when_set(
+    fake_llm_factory: Factory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The LLM on one server (OPENAI_BASE_URL), the embeddings on another: TEI beside Ollama.
+    llm_side, embeddings = fake_llm_factory(), fake_llm_factory(api_key="tei-key")
+    monkeypatch.setenv("OPENAI_BASE_URL", llm_side.openai_base_url)
+    monkeypatch.setenv("CTXR_EMBEDDING_BASE_URL", embeddings.openai_base_url)
+    monkeypatch.setenv("CTXR_EMBEDDING_API_KEY", "tei-key")
+    settings = load_settings(embedder="openai", embedding_model=MODEL, embedding_dimensions=64)
+    embedder = make_embedder(settings)
+    assert embedder.embed(["tides"]).shape == (1, 64)
+    # That server refuses any other key (401): the request carried CTXR_EMBEDDING_API_KEY.
+    assert embeddings.count("embeddings") == 1 and llm_side.count("embeddings") == 0
+
+
 def test_index_and_search_with_openai_then_local_is_refused(
     fake_llm_env: FakeLLMServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -290,7 +290,14 @@ def test_anthropic_refused_connection_is_retryable() -> None:
 def test_anthropic_timeout_is_retryable(server: Loopback) -> None:
     server.queue.append(Canned(body=ANTHROPIC_OK, delay=1.0))
     error = failure(anthropic_at(server, timeout=0.2))
-    assert error.retryable and "timed out" in str(error)
+    assert error.retryable and error.timed_out and "timed out after 0.2 s" in str(error)
+
+
+def test_anthropic_answer_cut_at_the_budget_is_truncated(server: Loopback) -> None:
+    server.queue += [Canned(body={**ANTHROPIC_OK, "stop_reason": "max_tokens"})]
+    server.queue += [Canned(body=ANTHROPIC_OK)]
+    cut, whole = situate(anthropic_at(server)), situate(anthropic_at(server))
+    assert cut.truncated and not whole.truncated
 
 
 @pytest.mark.parametrize("body", [b"not json at all", {"unexpected": True}])
@@ -386,6 +393,47 @@ def test_openai_errors_map_like_anthropic(server: Loopback) -> None:
 def test_openai_refused_connection_is_retryable() -> None:
     error = failure(lambda: OpenAILLM(api_key=SECRET, base_url=refused_url() + "/v1"))
     assert error.retryable and error.status is None
+
+
+def test_openai_timeout_says_the_limit(server: Loopback) -> None:
+    server.queue.append(Canned(body=OPENAI_OK, delay=1.0))
+    error = failure(openai_at(server, timeout=0.2))
+    assert error.retryable and error.timed_out
+    assert "OpenAI timed out after 0.2 s at http://127.0.0.1:" in str(error)
+
+
+# A chat completion exactly as llama.cpp's server (xllamacpp 2026.10) returned it to ctxr's
+# per-chunk prompt, the second chunk of a document: `cached_tokens` is the prompt prefix it
+# kept from the first request, and `timings` (cache_n = cached_tokens) is its own extension.
+LLAMACPP_OK: dict[str, Any] = {
+    "choices": [
+        {
+            "finish_reason": "length",
+            "index": 0,
+            "message": {"role": "assistant", "content": "The chunk sits under: Brant pumps"},
+        }
+    ],
+    "created": 1796135770,
+    "model": "/models/SmolLM2-135M-Instruct.Q4_1.gguf",
+    "system_fingerprint": "b0-unknown",
+    "object": "chat.completion",
+    "usage": {
+        "completion_tokens": 40,
+        "prompt_tokens": 480,
+        "total_tokens": 520,
+        "prompt_tokens_details": {"cached_tokens": 463},
+    },
+    "id": "chatcmpl-wpmSJcOyLwqNhl9ULRLS2S2VmxdyNxu0",
+    "timings": {"cache_n": 463, "prompt_n": 17, "prompt_ms": 84.6, "predicted_n": 40},
+}
+
+
+def test_openai_reads_llama_cpp_usage_and_cut_answers(server: Loopback) -> None:
+    server.queue.append(Canned(body=LLAMACPP_OK))
+    done = situate(openai_at(server, model="smollm2"))
+    assert done.usage == Usage(input_tokens=17, cache_read_tokens=463, output_tokens=40)
+    assert done.truncated  # finish_reason "length": stopped at max_tokens
+    assert done.model == "/models/SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
 # --- choosing a provider ---------------------------------------------------------------------

@@ -59,6 +59,7 @@ class ContextRun:
     situated: dict[str, list[ContextualChunk]]
     incomplete: set[str] = field(default_factory=set)  # documents with chunks that failed
     ledger: LedgerSummary | None = None
+    first_error: str | None = None  # why the first failed chunk failed, for the summary
 
 
 def resolve_context(settings: Settings, env: Mapping[str, str] | None = None) -> ContextPlan:
@@ -145,7 +146,8 @@ def situate_all(
         situated[document.doc_id] = [results[c.chunk_id].contextual(c) for c in chunks]
         if any((results[c.chunk_id].flagged or "").startswith("failed") for c in chunks):
             incomplete.add(document.doc_id)
-    return ContextRun(situated, incomplete, ledger.summary())
+    first_error = ledger.failures[0][1] if ledger.failures else None
+    return ContextRun(situated, incomplete, ledger.summary(), first_error)
 
 
 def fit_context(

@@ -153,13 +153,16 @@ class _Run(GroupedAsks):
         outline = outline_context(document, chunk)
         return SituateResult(chunk.chunk_id, outline, "outline", f"failed: {error}", error)
 
-    def _verdict(self, document: Document, chunk: Chunk, text: str) -> Verdict | None:
+    def _verdict(
+        self, document: Document, chunk: Chunk, text: str, truncated: bool = False
+    ) -> Verdict | None:
         return check_context(
             text,
             chunk=chunk.text,
             document=document.text,
             count_tokens=self.count_tokens,
             max_tokens=self.max_context_tokens,
+            truncated=truncated,
         )
 
     async def situate(self, prefix: Prefix, chunk: Chunk, priority: Priority) -> SituateResult:
@@ -175,7 +178,7 @@ class _Run(GroupedAsks):
                 return self._failed(document, chunk, exc)
             self.ledger.record_usage(document.doc_id, completion.usage)
             text = completion.text.strip()
-            verdict = self._verdict(document, chunk, text)
+            verdict = self._verdict(document, chunk, text, completion.truncated)
             if verdict is None:
                 if self.cache is not None:
                     self.cache.put(self._key(document, chunk), text)

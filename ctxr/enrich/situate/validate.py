@@ -5,11 +5,16 @@ succinct context"); typical answers are 50-100 tokens. What comes back instead, 
 checks reject:
 
 - nothing (an empty or whitespace-only body): ``"empty response"``;
-- a runaway generation: more than ``max_tokens`` tokens (default 600, three times a 200-token
-  output budget) or more than ``max_chars`` characters (default 4,000): ``"too long"``;
+- a runaway generation: cut off at the request's output budget (the provider says so:
+  `Completion.truncated`), more than ``max_tokens`` tokens (default 600, three times a
+  200-token output budget; a server that ignores the budget) or more than ``max_chars``
+  characters (default 4,000): ``"too long"``;
 - a refusal or an assistant preamble ("I cannot ...", "As an AI ...", "I'm sorry ..."), the
   chunk copied back whole, a long verbatim copy of the document, or the prompt's own markup
-  echoed (``<document>``, ``<chunk>``): ``"not a context"``.
+  echoed (``<document>``, ``<chunk>``, and the heading-trail line ``The chunk sits under:
+  ...`` / ``Chunk c1 sits under: ...`` at the start of a line, which small local models
+  repeat in place of a context; the outline context that replaces it holds the same headings
+  and more): ``"not a context"``.
 
 The queue retries such a response once, then falls back to the outline context and flags the
 chunk with the reason (the first element of the verdict); the detail goes into the chunk's error.
@@ -38,7 +43,10 @@ _REFUSAL = re.compile(
     r"|i\s+apologi[sz]e|unfortunately,\s+i\b)",
     re.IGNORECASE,
 )
-_PROMPT_MARKUP = re.compile(r"</?(document|chunk)>", re.IGNORECASE)
+_PROMPT_MARKUP = re.compile(
+    r"</?(document|chunk)>|^\W*(the\s+chunk|chunk\s+c\d+)\s+sits\s+under:",
+    re.IGNORECASE | re.MULTILINE,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,11 +65,15 @@ def check_context(
     count_tokens: Callable[[str], int],
     max_tokens: int = DEFAULT_MAX_TOKENS,
     max_chars: int = DEFAULT_MAX_CHARS,
+    truncated: bool = False,
 ) -> Verdict | None:
-    """None when `text` looks like a context for `chunk`, else why it does not."""
+    """None when `text` looks like a context for `chunk`, else why it does not. `truncated`:
+    the provider reported that the answer stopped at the output budget."""
     body = text.strip()
     if not body:
         return Verdict(EMPTY, "the model returned no text")
+    if truncated:
+        return Verdict(TOO_LONG, "cut off at the output budget (CTXR_LLM_MAX_OUTPUT_TOKENS)")
     if len(body) > max_chars:
         return Verdict(TOO_LONG, f"{len(body)} characters (limit {max_chars})")
     tokens = count_tokens(body)
