@@ -147,11 +147,6 @@ class Settings(BaseSettings):
     embedding_tokens_per_minute: float | None = Field(None, gt=0)
     bm25_k1: float = Field(1.2, gt=0)
     bm25_b: float = Field(0.75, ge=0, le=1)
-    # BM25 reads each chunk widened to its neighbours up to this many tokens (its vector is
-    # still the chunk's alone; ctxr.index.bm25.window); 0: the chunk alone.
-    bm25_window_tokens: int = Field(
-        0, ge=0, le=8192, description="BM25 reads each chunk with its neighbours up to N tokens"
-    )
     # DBSF by default: on anthropic-codebase and SciFact it beat RRF k=60 (docs/EVALUATION.md).
     fusion: FusionMethod = Field("dbsf", description="how hybrid search fuses the two rankings")
     rrf_k: int = Field(60, ge=0, description="reciprocal rank fusion constant")

@@ -20,7 +20,6 @@ from ctxr.enrich.load.walk import display_path
 from ctxr.enrich.situate.contexts import ContextPlan, resolve_context, situate_all
 from ctxr.index import components, integrity
 from ctxr.index.bm25.analyzer import Bm25Analyzer
-from ctxr.index.bm25.window import bm25_text
 from ctxr.index.embed.base import Embedder
 from ctxr.index.manifest import MANIFEST_NAME, Manifest
 from ctxr.index.owner import refuse_if_owned
@@ -277,8 +276,7 @@ def _prepare(
     prepared: list[Prepared] = []
     for document, _ in pairs:
         situated = run.situated[document.doc_id]
-        window = settings.bm25_window_tokens
-        counts = [len(analyzer.terms(bm25_text(document, c, window))) for c in situated]
+        counts = [len(analyzer.terms(c.indexed_text())) for c in situated]
         incomplete = document.doc_id in run.incomplete
         prepared.append(Prepared(document, situated, counts, incomplete))
     if run.incomplete:

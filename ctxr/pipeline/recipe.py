@@ -37,6 +37,4 @@ def document_recipe(settings: Settings, plan: ContextPlan, chunker_name: str) ->
         shape["cap_to_embedder"] = False
     if not settings.split_identifiers:
         shape["split_identifiers"] = False
-    if settings.bm25_window_tokens:
-        shape["bm25_window_tokens"] = settings.bm25_window_tokens
     return hashlib.sha256(json.dumps(shape, sort_keys=True).encode()).hexdigest()[:16]

@@ -24,7 +24,6 @@ from ctxr.enrich.situate.contexts import fit_context
 from ctxr.index import components
 from ctxr.index.bm25.analyzer import Bm25Analyzer
 from ctxr.index.bm25.weights import Bm25Params, document_vector
-from ctxr.index.bm25.window import bm25_text
 from ctxr.index.embed.base import Embedder
 from ctxr.index.embed.identifiers import dense_text, split_counter, splits
 from ctxr.index.manifest import DocumentEntry, Manifest
@@ -104,7 +103,7 @@ def write(
     avg_len = (sum(e.terms for e in kept) + sum(new_counts)) / max(total_chunks, 1)
     context = _Context(store, embedder, analyzer, components.bm25_params(settings), avg_len,
                        settings.context_position == "before",
-                       settings.split_identifiers, settings.bm25_window_tokens)  # fmt: skip
+                       settings.split_identifiers)  # fmt: skip
     progress.start("embeddings", len(new_counts))
     for batch in _batches(prepared, WRITE_BATCH_CHUNKS):
         _write_batch(batch, manifest, context, recipe, report)
@@ -127,7 +126,6 @@ class _Context:
     avg_len: float
     context_first: bool
     split_identifiers: bool  # code's dense text reads identifiers as words (identifiers.py)
-    bm25_window_tokens: int  # BM25 reads each chunk widened to this (ctxr.index.bm25.window)
 
 
 def _count_amplification(
@@ -173,7 +171,7 @@ def _write_batch(
     _count_amplification(batch, owned, pieces, ctx, report)
     points: list[StoredPoint] = []
     for row, (document, situated) in enumerate(owned):
-        terms = ctx.analyzer.terms(bm25_text(document, situated, ctx.bm25_window_tokens))
+        terms = ctx.analyzer.terms(situated.indexed_text())
         points.append(
             StoredPoint(
                 point_id=situated.chunk.chunk_id,
