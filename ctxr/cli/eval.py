@@ -70,6 +70,13 @@ def resolve_dataset(dataset: str, data: Path | None) -> tuple[DatasetKind, Path]
     help="keep the evaluation indexes here (default: a temporary folder)",
 )
 @click.option("--limit-queries", type=int, default=None, help="only the first N queries")
+@click.option(
+    "--split",
+    type=click.Choice(["test", "train"]),
+    default="test",
+    show_default=True,
+    help="BEIR: the judged queries to score (tune on train, report test)",
+)
 @click.option("--json", "as_json", is_flag=True, help="print the results as JSON")
 @click.option("--markdown", "as_markdown", is_flag=True, help="print a Markdown table")
 @click.option(
@@ -86,6 +93,7 @@ def eval_command(
     candidates: int | None,
     index_dir: Path | None,
     limit_queries: int | None,
+    split: str,
     as_json: bool,
     as_markdown: bool,
     plot: Path | None,
@@ -110,6 +118,7 @@ def eval_command(
         kwargs: dict[str, Any] = {
             "chunks": chunk_source, "rows": rows, "ks": k_values, "index_dir": index_dir,
             "limit_queries": limit_queries, "candidates": candidates, "progress": bar,
+            "split": split,
         }  # fmt: skip
         if isinstance(bar, RichProgress):
             with bar:

@@ -98,9 +98,12 @@ class EvalResult:
     notes: list[str] = field(default_factory=list)
 
 
-def load_dataset(kind: DatasetKind, data_dir: Path) -> EvalDataset:
-    loader = load_anthropic_codebase if kind == "anthropic-codebase" else load_beir
-    return loader(data_dir)
+def load_dataset(kind: DatasetKind, data_dir: Path, split: str = "test") -> EvalDataset:
+    """The data set; `split` picks a BEIR set's judged queries (`qrels/<split>.tsv`: tune
+    constants on "train", report "test")."""
+    if kind == "anthropic-codebase":
+        return load_anthropic_codebase(data_dir)
+    return load_beir(data_dir, split)
 
 
 def to_documents(dataset: EvalDataset, kind: DatasetKind) -> list[Document]:
@@ -209,6 +212,7 @@ def run_eval(
     candidates: int | None = None,
     settings: Settings | None = None,
     progress: Progress | None = None,
+    split: str = "test",
 ) -> EvalResult:
     """Index ``data_dir``'s data set and score every ablation row; see the module docstring."""
     progress = progress or NullProgress()
@@ -217,7 +221,7 @@ def run_eval(
     ks = sorted(set(ks))
     if kind == "beir" and chunks == "given":
         chunks = "ours"  # BEIR judges documents and ships no chunks
-    dataset = load_dataset(kind, data_dir)
+    dataset = load_dataset(kind, data_dir, split)
     queries = list(dataset.queries[:limit_queries] if limit_queries else dataset.queries)
     qrels = {q.query_id: q.qrels for q in queries}
     documents = to_documents(dataset, kind)
