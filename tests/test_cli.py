@@ -186,4 +186,4 @@ def test_mismatched_embedder_exit_2(tmp_path: Path) -> None:
 def test_invalid_setting_exit_2(tmp_path: Path) -> None:
     result = run("index", tmp_path, "--index", tmp_path / "idx", "--chunk-tokens", "1")
     assert result.exit_code == 2
-    assert "CTXR_CHUNK_TOKENS" in result.stderr
+    assert "--chunk-tokens 1" in result.stderr  # the flag given, not the variable

@@ -12,7 +12,7 @@ from typing import get_args
 import click
 from click.core import ParameterSource
 
-from ctxr.cli.options import index_option
+from ctxr.cli.options import flags_for, index_option
 from ctxr.config import CHUNKINGS, CONTEXT_MODES, load_settings
 from ctxr.types import NonDocument
 
@@ -83,6 +83,7 @@ def index_command(
     from ctxr.progress import NullProgress, Progress
 
     settings = load_settings(
+        flags=flags_for("index_dir", "context", "chunk_tokens", "chunking", "llm_batch", "include"),
         index_dir=index_dir,
         context=context,
         chunk_tokens=chunk_tokens,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from ctxr.cli.options import index_option
+from ctxr.cli.options import flags_for, index_option
 from ctxr.config import FUSIONS, RERANK_OFF, RERANKERS, SEARCH_MODES, load_settings
 from ctxr.errors import ConfigError
 
@@ -70,7 +70,10 @@ def search_command(
     filters = filters_from_cli(filter_exprs) if filter_exprs else None
     if (query is None) == (queries is None):
         raise click.UsageError("give either a QUERY or --queries FILE.jsonl")
-    settings = load_settings(index_dir=index_dir, candidates=candidates, fusion=fusion, rrf_k=rrf_k)
+    settings = load_settings(
+        flags=flags_for("index_dir", "candidates", "fusion", "rrf_k"),
+        index_dir=index_dir, candidates=candidates, fusion=fusion, rrf_k=rrf_k,
+    )  # fmt: skip
     with SearchService(settings) as service:
         if queries is not None:
             batch = list(_read_queries(queries))
