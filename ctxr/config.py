@@ -69,6 +69,9 @@ class Settings(BaseSettings):
     )
     encoding: str = Field("cl100k_base", description="tiktoken encoding used to size chunks")
     cache_dir: Path | None = Field(None, description="embedding cache; default INDEX_DIR/cache")
+    # Where `ctxr eval` finds its data sets (anthropic-codebase/, scifact/); unset: the nearest
+    # shared/data above the working directory or the package (`ctxr.eval.datasets`).
+    data_dir: Path | None = Field(None, description="evaluation data; default ../shared/data")
     max_file_bytes: int = Field(20_000_000, ge=1, description="larger files are skipped")
     # Text that is not a document (ctxr.enrich.load.kinds) is skipped unless named here.
     include: Annotated[frozenset[str], NoDecode] = Field(
