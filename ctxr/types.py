@@ -136,21 +136,5 @@ class Hit:
     scores: Mapping[str, RetrieverScore] = field(default_factory=dict)
     # Why a hit is not what was asked for, e.g. "rerank failed: timeout" (fused order kept).
     flags: tuple[str, ...] = ()
-
-    def to_json(self) -> dict[str, object]:
-        data: dict[str, object] = {
-            "rank": self.rank,
-            "chunk_id": self.chunk_id,
-            "doc_id": self.doc_id,
-            "source": self.source,
-            "start": self.start,
-            "end": self.end,
-            "heading_path": list(self.heading_path),
-            "text": self.text,
-            "context": self.context,
-            "score": self.score,
-            "scores": {name: {"score": s.score, "rank": s.rank} for name, s in self.scores.items()},
-        }
-        if self.flags:  # only when there is something to say: unflagged hits read as before
-            data["flags"] = list(self.flags)
-        return data
+    pages: tuple[int, ...] = ()  # 1-based PDF pages the text spans
+    expanded: bool = False  # the text is the hit's whole parent section (`expand=True`)

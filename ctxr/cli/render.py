@@ -143,14 +143,20 @@ def print_hits(query: str, hits: list[Hit]) -> None:
     table.add_column("snippet", ratio=3)
     table.add_column("score (dense, bm25 ranks)")
     for hit in hits:
-        where = hit.source + (("\n" + " > ".join(hit.heading_path)) if hit.heading_path else "")
+        where = hit.source + (f" (p. {', '.join(map(str, hit.pages))})" if hit.pages else "")
+        where += ("\n" + " > ".join(hit.heading_path)) if hit.heading_path else ""
         snippet = " ".join(hit.text.split())
         snippet = snippet[:200] + ("…" if len(snippet) > 200 else "")
         ranks = ", ".join(f"{name} #{s.rank}" for name, s in hit.scores.items())
         table.add_row(str(hit.rank), where, snippet, f"{hit.score:.4f}\n{ranks}")
     out_console.print(table, highlight=False)
-    for flag in dict.fromkeys(f for hit in hits for f in hit.flags):
-        out_console.print(f"note: {flag}", highlight=False)
+
+
+def print_warnings(warnings: list[str]) -> None:
+    """What concerns a search's answer (a flag of its hits), once each, on stderr: a `--json`
+    reader gets clean output and a person still sees why hits are not as asked."""
+    for warning in dict.fromkeys(warnings):
+        err_console.print(f"[yellow]warning:[/] {warning}", highlight=False)
 
 
 def split_json(doc: Document, chunks: list[Chunk], budget: int) -> dict[str, Any]:
