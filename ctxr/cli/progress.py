@@ -76,6 +76,9 @@ class RichProgress:
         else:
             unit = UNITS.get(phase, "items")
             self._tasks[phase] = self._bar.add_task(phase, total=total, unit=unit)
+        # A sample at zero now: the rate and ETA then show from the first step on, not the
+        # second (one step of a large file can take several seconds).
+        self._bar.advance(self._tasks[phase], 0)
 
     def advance(self, phase: str, amount: int = 1) -> None:
         if phase not in self._tasks:
