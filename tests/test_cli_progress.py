@@ -35,3 +35,11 @@ def test_a_restarted_phase_counts_from_zero() -> None:
     steps = [("start", "split", 3), *[("advance", "split", 1)] * 3] * 2
     shown = _render(steps)
     assert " 3/3 " in shown and "6/3" not in shown
+
+
+def test_a_phase_that_learns_its_total_keeps_its_count() -> None:
+    # The walk knows how many files there were only at its end: `files 24/?` becomes 24/24.
+    shown = _render([("start", "files", None), *[("advance", "files", 1)] * 24,
+                     ("start", "files", 24)])  # fmt: skip
+    line = next(row for row in shown.splitlines() if row.startswith("files"))
+    assert " 24/24 " in line, line

@@ -55,6 +55,7 @@ class RichProgress:
             speed_estimate_period=SPEED_WINDOW_SECONDS,
         )
         self._tasks: dict[str, TaskID] = {}
+        self._totals: dict[str, int | None] = {}
 
     def __enter__(self) -> RichProgress:
         self._bar.start()
@@ -70,9 +71,17 @@ class RichProgress:
 
     def start(self, phase: str, total: int | None) -> None:
         """A phase (re)starts from zero: `ctxr eval` indexes once per context mode, and its
-        second run used to add to the first (`chunks 180/90`)."""
-        if phase in self._tasks:
-            self._bar.reset(self._tasks[phase], total=total)
+        second run used to add to the first (`chunks 180/90`). A phase started without a total
+        that is started again with one has learnt its total: its count goes on (the walk knows
+        how many files there were only at its end)."""
+        task = self._tasks.get(phase)
+        learnt = task is not None and total is not None and self._totals.get(phase) is None
+        self._totals[phase] = total
+        if task is not None and learnt:
+            self._bar.update(task, total=total)
+            return
+        if task is not None:
+            self._bar.reset(task, total=total)
         else:
             unit = UNITS.get(phase, "items")
             self._tasks[phase] = self._bar.add_task(phase, total=total, unit=unit)

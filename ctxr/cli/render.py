@@ -114,7 +114,8 @@ def print_interrupted(report: IndexReport, resume: str) -> None:
             highlight=False,
         )
     err_console.print(
-        "lost: the batch being written when you pressed Ctrl-C, and any LLM requests in flight",
+        "lost: the batch being written when you pressed Ctrl-C (what it had embedded is in "
+        "the embedding cache) and any LLM requests in flight",
         highlight=False,
     )
     # soft_wrap: one line to copy, whatever the terminal width.
