@@ -54,7 +54,8 @@ SEARCH_DOC = """\
 Search the index for chunks relevant to a question or keywords; returns up to k hits, best
 first. Each hit has `text` (the chunk, verbatim from the source), `context` (one or two
 sentences situating it in its document), `source` and `doc_id` (the file), `heading_path` (the
-section trail or code symbol), `start`/`end` (character offsets in the document) and `score`.
+section trail or code symbol), `start`/`end` (character offsets in the document), `pages` (for
+a PDF) and `score`; `warnings` says when hits are not as asked.
 Modes: "hybrid" (default; meaning and exact words), "bm25" (exact identifiers, error codes,
 names), "dense" (paraphrases, concepts). Use `filters` to restrict by payload fields, e.g.
 {"source": "docs/"} (a path prefix), {"kind": ["markdown", "code"]}, {"language": "python"},
