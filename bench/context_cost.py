@@ -79,7 +79,7 @@ def run(
         llm_batch=batch,
         llm_batch_poll_seconds=0.05,  # the fake ends a batch at its first status check
     )
-    estimate = estimate_paths([corpus], settings, models=[model], embedder_name="fake:hash-64")
+    estimate = estimate_paths([corpus], settings, models=[model], embedder=HashEmbedder())
     started = time.perf_counter()
     report = build_index([corpus], settings, embedder=HashEmbedder())
     wall = time.perf_counter() - started

@@ -69,6 +69,9 @@ class Settings(BaseSettings):
     )
     encoding: str = Field("cl100k_base", description="tiktoken encoding used to size chunks")
     cache_dir: Path | None = Field(None, description="embedding cache; default INDEX_DIR/cache")
+    # Where `ctxr eval` finds its data sets (anthropic-codebase/, scifact/); unset: the nearest
+    # shared/data above the working directory or the package (`ctxr.eval.datasets`).
+    data_dir: Path | None = Field(None, description="evaluation data; default ../shared/data")
     max_file_bytes: int = Field(20_000_000, ge=1, description="larger files are skipped")
     # Text that is not a document (ctxr.enrich.load.kinds) is skipped unless named here.
     include: Annotated[frozenset[str], NoDecode] = Field(
@@ -300,16 +303,28 @@ def parse_kind_budgets(text: str) -> dict[str, int]:
     return budgets
 
 
-def load_settings(**overrides: Any) -> Settings:
-    """Settings with CLI overrides applied; a `None` override means "flag not given"."""
+def load_settings(*, flags: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
+    """Settings with CLI overrides applied; a `None` override means "flag not given".
+
+    A bad value is named where it came from: the flag (`flags` maps a setting to the CLI flag
+    that gave it, e.g. ``{"chunk_tokens": "--max-tokens"}``), the keyword a Python caller
+    passed, or the ``CTXR_*`` variable (environment or `.env`)."""
     given = {key: value for key, value in overrides.items() if value is not None}
     try:
         return Settings(**given)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"CTXR_{'_'.join(str(p) for p in err['loc']).upper()}: {err['msg']}"
-            for err in exc.errors()
-        )
+        problems, fixes = [], []
+        for err in exc.errors():
+            field = str(err["loc"][0]) if err["loc"] else ""
+            variable = "CTXR_" + "_".join(str(p) for p in err["loc"]).upper()
+            if field in given and flags and field in flags:
+                where, fix = f"{flags[field]} {given[field]}", "the flag"
+            elif field in given:  # a Python caller's keyword, which the variable also sets
+                where, fix = f"{field}={given[field]!r} ({variable})", "the argument"
+            else:
+                where, fix = variable, "the CTXR_* variable or .env"
+            problems.append(f"{where}: {err['msg']}")
+            fixes.append(fix)
         raise ConfigError(
-            f"invalid setting ({problems}); fix the flag, the CTXR_* variable or .env"
+            f"invalid setting ({'; '.join(problems)}); fix {' and '.join(dict.fromkeys(fixes))}"
         ) from exc

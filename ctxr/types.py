@@ -10,7 +10,7 @@ import hashlib
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 # A fixed namespace makes chunk ids deterministic across machines and runs: re-indexing a
 # document overwrites its points instead of duplicating them.
@@ -136,43 +136,5 @@ class Hit:
     scores: Mapping[str, RetrieverScore] = field(default_factory=dict)
     # Why a hit is not what was asked for, e.g. "rerank failed: timeout" (fused order kept).
     flags: tuple[str, ...] = ()
-
-    def to_json(self) -> dict[str, object]:
-        data: dict[str, object] = {
-            "rank": self.rank,
-            "chunk_id": self.chunk_id,
-            "doc_id": self.doc_id,
-            "source": self.source,
-            "start": self.start,
-            "end": self.end,
-            "heading_path": list(self.heading_path),
-            "text": self.text,
-            "context": self.context,
-            "score": self.score,
-            "scores": {name: {"score": s.score, "rank": s.rank} for name, s in self.scores.items()},
-        }
-        if self.flags:  # only when there is something to say: unflagged hits read as before
-            data["flags"] = list(self.flags)
-        return data
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Hit:
-        """The hit `to_json` wrote (a served search's answer), to be shown as a local one."""
-        scores = data.get("scores") or {}
-        return cls(
-            rank=int(data["rank"]),
-            chunk_id=str(data["chunk_id"]),
-            doc_id=str(data["doc_id"]),
-            source=str(data["source"]),
-            start=int(data["start"]),
-            end=int(data["end"]),
-            heading_path=tuple(str(h) for h in data.get("heading_path") or ()),
-            text=str(data["text"]),
-            context=str(data.get("context") or ""),
-            score=float(data["score"]),
-            scores={
-                str(name): RetrieverScore(float(s["score"]), int(s["rank"]))
-                for name, s in scores.items()
-            },
-            flags=tuple(str(f) for f in data.get("flags") or ()),
-        )
+    pages: tuple[int, ...] = ()  # 1-based PDF pages the text spans
+    expanded: bool = False  # the text is the hit's whole parent section (`expand=True`)

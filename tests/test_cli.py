@@ -16,8 +16,8 @@ from ctxr.config import load_settings
 from ctxr.pipeline.build import build_index
 
 HIT_FIELDS = {
-    "rank", "chunk_id", "doc_id", "source", "start", "end", "heading_path", "text", "context",
-    "score", "scores",
+    "rank", "chunk_id", "doc_id", "source", "start", "end", "heading_path", "pages", "text",
+    "context", "score", "scores", "expanded", "flags",
 }  # fmt: skip
 
 
@@ -78,7 +78,9 @@ def test_index_human_summary_and_strict(tmp_path: Path, monkeypatch: pytest.Monk
 def _search_json(index_dir: Path, *args: str) -> list[dict[str, Any]]:
     result = run("search", *args, "--index", index_dir, "--json")
     assert result.exit_code == 0, result.output
-    hits: list[dict[str, Any]] = json.loads(result.stdout)
+    answer = json.loads(result.stdout)
+    assert answer["schema"] == "ctxr.hits/1"
+    hits: list[dict[str, Any]] = answer["hits"]
     return hits
 
 
@@ -186,4 +188,4 @@ def test_mismatched_embedder_exit_2(tmp_path: Path) -> None:
 def test_invalid_setting_exit_2(tmp_path: Path) -> None:
     result = run("index", tmp_path, "--index", tmp_path / "idx", "--chunk-tokens", "1")
     assert result.exit_code == 2
-    assert "CTXR_CHUNK_TOKENS" in result.stderr
+    assert "--chunk-tokens 1" in result.stderr  # the flag given, not the variable

@@ -28,6 +28,17 @@ def test_invalid_setting_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> 
         load_settings()
 
 
+def test_invalid_setting_names_where_it_came_from(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(ConfigError, match=r"--max-tokens 12: .*; fix the flag$") as flag:
+        load_settings(flags={"chunk_tokens": "--max-tokens"}, chunk_tokens=12)
+    assert "CTXR_CHUNK_TOKENS" not in str(flag.value)
+    with pytest.raises(ConfigError, match=r"chunk_tokens=12 \(CTXR_CHUNK_TOKENS\): .*argument$"):
+        load_settings(chunk_tokens=12)  # the Python API's keyword
+    monkeypatch.setenv("CTXR_CHUNK_TOKENS", "12")
+    with pytest.raises(ConfigError, match=r"CTXR_CHUNK_TOKENS: .*variable or \.env$"):
+        load_settings(flags={"chunk_tokens": "--max-tokens"})  # the flag was not given
+
+
 def test_dotenv_file_is_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / ".env").write_text("CTXR_CANDIDATES=77\n")
     monkeypatch.chdir(tmp_path)

@@ -94,3 +94,9 @@ def test_several_files_report_sizes_per_kind() -> None:
     assert one["sizes"]["code"]["chunks"] == len(one["chunks"])
     table = run(EXAMPLE, code, "--max-tokens", "120")
     assert "markdown chunk tokens:" in table.output and "code chunk tokens:" in table.output
+
+
+def test_a_bad_flag_value_is_named_by_its_flag() -> None:
+    result = run(EXAMPLE, "--max-tokens", "12")
+    assert result.exit_code == 2
+    assert "--max-tokens 12" in result.output and "CTXR_CHUNK_TOKENS" not in result.output

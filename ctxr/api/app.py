@@ -41,7 +41,6 @@ from ctxr.api.models import (
     ErrorResponse,
     HealthResponse,
     SearchRequestBase,
-    SearchResponse,
     StatsResponse,
     search_request_model,
 )
@@ -49,6 +48,7 @@ from ctxr.api.stats import stats_response
 from ctxr.config import Settings
 from ctxr.errors import ConfigError, CtxrError
 from ctxr.index.owner import Owner
+from ctxr.retrieve.hits import Asked, HitsBatch, HitsResult, hits_result, result_json
 from ctxr.retrieve.service import SearchService
 
 if TYPE_CHECKING:
@@ -116,8 +116,9 @@ def create_app(settings: Settings, owner: Owner | None = None) -> FastAPI:
         status = 422 if isinstance(exc, ConfigError) else 503
         return JSONResponse({"detail": str(exc)}, status_code=status)
 
-    async def search(request: Request, body: SearchRequestBase, svc: Service) -> SearchResponse:
-        """Hybrid, dense or BM25 search for one query (`hits`) or a batch (`results`)."""
+    async def search(request: Request, body: SearchRequestBase, svc: Service) -> JSONResponse:
+        """Hybrid, dense or BM25 search: one query answers a `ctxr.hits/1` result, a batch
+        ("queries") one per query under `results`. The search's time is in `Server-Timing`."""
         texts = body.texts
         fusion = body.fusion or settings.fusion
         access = request.scope.setdefault(ACCESS_KEY, {})
@@ -131,15 +132,13 @@ def create_app(settings: Settings, owner: Owner | None = None) -> FastAPI:
                 filters=body.filters, merge=body.merge, rerank=body.rerank, expand=body.expand,
             )
         )  # fmt: skip
-        hits = [[h.to_json() for h in result] for result in results]
-        return SearchResponse.model_validate(
-            {
-                "mode": body.mode,
-                "fusion": fusion,
-                "k": body.k,
-                "took_ms": round((time.perf_counter() - started) * 1000, 2),
-                **({"hits": hits[0]} if body.query is not None else {"results": hits}),
-            }
+        took_ms = (time.perf_counter() - started) * 1000
+        asked = Asked(body.mode, fusion, body.k, body.merge, body.expand)
+        answers = [hits_result(t, hits, asked) for t, hits in zip(texts, results, strict=True)]
+        batch = HitsBatch.model_validate({"results": answers})
+        answer = answers[0] if body.query is not None else batch
+        return JSONResponse(
+            result_json(answer), headers={"Server-Timing": f"search;dur={took_ms:.2f}"}
         )
 
     # The request model carries this server's limits, so it is made here; FastAPI reads the
@@ -147,7 +146,7 @@ def create_app(settings: Settings, owner: Owner | None = None) -> FastAPI:
     search.__annotations__["body"] = search_request_model(settings)
     app.post(
         "/search",
-        response_model_exclude_none=True,
+        response_model=HitsResult | HitsBatch,  # for the schema at /openapi.json and /docs
         responses={
             **_UNAVAILABLE,
             401: {"model": ErrorResponse, "description": "missing or wrong bearer token"},

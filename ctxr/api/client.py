@@ -22,6 +22,7 @@ from typing import Any
 from ctxr.config import Settings
 from ctxr.errors import ConfigError, CtxrError, IndexError_, IndexInUseError
 from ctxr.index.owner import Owner, cwd_mismatch, live_owner
+from ctxr.retrieve.hits import hit_from_json
 from ctxr.retrieve.service import SearchService
 from ctxr.types import Hit
 
@@ -122,7 +123,7 @@ class ServedIndex:
         for start in range(0, len(queries), self._max_batch):  # within the server's batch limit
             batch = list(queries[start : start + self._max_batch])
             answer = self._post("/search", {"queries": batch, **options}, SEARCH_TIMEOUT)
-            results.extend([Hit.from_json(h) for h in hits] for hits in answer["results"])
+            results.extend([hit_from_json(h) for h in r["hits"]] for r in answer["results"])
         return results
 
     def update(self, roots: Sequence[str], changed: Sequence[str]) -> dict[str, Any]:

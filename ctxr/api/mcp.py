@@ -5,8 +5,8 @@ resource, over stdio (one client: Claude Desktop, Claude Code, an IDE) or the st
 transport (`ctxr mcp --http HOST:PORT`), which sits behind the same `Guard` as `ctxr serve`:
 the bearer token `CTXR_API_TOKEN`, the body limit and the JSON access log.
 
-- `search`: the hybrid search of the HTTP API's POST /search; hits have its schema
-  (`ctxr.api.models.HitModel`, written by `Hit.to_json`).
+- `search`: the hybrid search of the HTTP API's POST /search, answered in the hit schema every
+  face shares (`ctxr.retrieve.hits`, ``ctxr.hits/1``).
 - `get_document`: a document's chunks in order, each with its context, a page at a time.
 - `get_passage`: the exact text around a hit, rebuilt from the index (`ctxr.retrieve.around`).
 - resource `ctxr://index/stats`: what GET /stats answers.
@@ -31,11 +31,12 @@ from pydantic import AfterValidator, BaseModel, Field
 from starlette.types import ASGIApp
 
 from ctxr.api.guard import Guard
-from ctxr.api.models import DocumentResponse, HitModel
+from ctxr.api.models import DocumentResponse
 from ctxr.api.stats import stats_response
 from ctxr.config import Settings
 from ctxr.errors import ConfigError, CtxrError
 from ctxr.index.filters import parse_filters
+from ctxr.retrieve.hits import Asked, HitsResult, hits_result
 from ctxr.retrieve.service import SearchService
 
 log = logging.getLogger("ctxr.mcp")
@@ -53,7 +54,8 @@ SEARCH_DOC = """\
 Search the index for chunks relevant to a question or keywords; returns up to k hits, best
 first. Each hit has `text` (the chunk, verbatim from the source), `context` (one or two
 sentences situating it in its document), `source` and `doc_id` (the file), `heading_path` (the
-section trail or code symbol), `start`/`end` (character offsets in the document) and `score`.
+section trail or code symbol), `start`/`end` (character offsets in the document), `pages` (for
+a PDF) and `score`; `warnings` says when hits are not as asked.
 Modes: "hybrid" (default; meaning and exact words), "bm25" (exact identifiers, error codes,
 names), "dense" (paraphrases, concepts). Use `filters` to restrict by payload fields, e.g.
 {"source": "docs/"} (a path prefix), {"kind": ["markdown", "code"]}, {"language": "python"},
@@ -70,22 +72,6 @@ The exact text of a document around a span, typically a search hit's `doc_id`, `
 `end`, with `window` characters before and after (default 600). Use it when a hit starts or
 ends mid-thought, or to read what precedes a code symbol or follows a heading. Offsets in the
 answer are the document's own, so a wider window can be asked for the same span."""
-
-
-class Hit(HitModel):
-    """The HTTP API's hit; `flags` only when something failed, as POST /search leaves it out."""
-
-    flags: list[str] | None = Field(
-        None,
-        description='why a hit is not as asked, e.g. "rerank failed: timeout"',
-        exclude_if=lambda value: value is None,
-    )
-
-
-class SearchResult(BaseModel):
-    query: str
-    mode: str
-    hits: list[Hit] = Field(description="best first; the HTTP API's hit schema")
 
 
 class DocumentPage(DocumentResponse):
@@ -161,15 +147,13 @@ def create_server(settings: Settings, holder: IndexHolder | None = None) -> MCPS
             Field(description='payload filters, e.g. {"source": "docs/"}'),
         ] = None,
         merge: bool = False,
-    ) -> SearchResult:
+    ) -> HitsResult:
         service = holder.get()
         try:
             hits = service.search(query, k, mode, filters=filters, merge=merge)
         except CtxrError as exc:
             raise ToolError(str(exc)) from None
-        return SearchResult.model_validate(
-            {"query": query, "mode": mode, "hits": [h.to_json() for h in hits]}
-        )
+        return hits_result(query, hits, Asked(mode, settings.fusion, k, merge))
 
     @server.tool(description=DOCUMENT_DOC)
     def get_document(

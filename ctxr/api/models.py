@@ -1,4 +1,5 @@
-"""Request and response bodies of the HTTP API (`ctxr.api.app`).
+"""Request and response bodies of the HTTP API (`ctxr.api.app`). Search answers are the hit
+schema every face shares (`ctxr.retrieve.hits`, ``ctxr.hits/1``), not defined here.
 
 The search request's limits come from the settings (`CTXR_API_MAX_*`), so its model is made
 per app by `search_request_model`; the limits then appear in the OpenAPI schema as
@@ -82,41 +83,6 @@ def search_request_model(settings: Settings) -> type[SearchRequestBase]:
         ),
     )
     return model
-
-
-class RetrieverScoreModel(BaseModel):
-    score: float
-    rank: int
-
-
-class HitModel(BaseModel):
-    """One hit, as `ctxr.types.Hit.to_json()` writes it."""
-
-    rank: int
-    chunk_id: str
-    doc_id: str
-    source: str
-    start: int
-    end: int
-    heading_path: list[str]
-    text: str
-    context: str
-    score: float
-    scores: dict[str, RetrieverScoreModel] = Field(
-        description="each retriever's own score and rank for this chunk (dense, bm25, rerank)"
-    )
-    flags: list[str] | None = Field(
-        None, description='why a hit is not as asked, e.g. "rerank failed: timeout"'
-    )
-
-
-class SearchResponse(BaseModel):
-    mode: SearchMode
-    fusion: FusionMethod
-    k: int
-    took_ms: float
-    hits: list[HitModel] | None = Field(None, description='for a "query"')
-    results: list[list[HitModel]] | None = Field(None, description='for "queries": one per query')
 
 
 class ChunkModel(BaseModel):

@@ -3,7 +3,7 @@
 One module per command, registered lazily: `ctxr --help` and `ctxr search --help` import only
 click, the settings and the command modules themselves (which import the library inside their
 functions), never numpy, onnxruntime, Qdrant, tiktoken or an LLM SDK. Errors that ctxr raises
-on purpose print one line (what, and the fix) and exit with status 2.
+on purpose print one line (what, and the fix) and exit with status 2; Ctrl-C exits with 130.
 """
 
 from __future__ import annotations
@@ -67,6 +67,13 @@ class _Group(click.Group):
             # soft_wrap: the message is one line a user can copy, whatever the terminal width.
             err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
             sys.exit(2)
+        except KeyboardInterrupt:
+            # Ctrl-C where a command has nothing of its own to say (`ctxr index` says what it
+            # kept): one line and 128 + SIGINT, not click's "Aborted!" and status 1.
+            from ctxr.cli.render import err_console
+
+            err_console.print("interrupted (Ctrl-C)", highlight=False)
+            sys.exit(130)
 
 
 @click.group(cls=_Group)

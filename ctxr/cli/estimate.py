@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ctxr.cli.options import index_option
+from ctxr.cli.options import flags_for, index_option
 from ctxr.config import load_settings
 
 
@@ -35,7 +35,12 @@ def estimate_command(
     from ctxr.cli import render
     from ctxr.pipeline.estimate import estimate_paths
 
-    settings = load_settings(index_dir=index_dir, chunk_tokens=chunk_tokens, llm_batch=batch)
+    settings = load_settings(
+        flags=flags_for("index_dir", "chunk_tokens", "llm_batch"),
+        index_dir=index_dir,
+        chunk_tokens=chunk_tokens,
+        llm_batch=batch,
+    )
     result = estimate_paths(
         paths, settings, models=models or None, output_tokens=output_tokens, exact=exact
     )

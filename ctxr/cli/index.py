@@ -4,18 +4,22 @@ from __future__ import annotations
 
 import json
 import logging
+import shlex
 import sys
 from pathlib import Path
 from typing import get_args
 
 import click
+from click.core import ParameterSource
 
-from ctxr.cli.options import index_option
+from ctxr.cli.options import flags_for, index_option
 from ctxr.config import CHUNKINGS, CONTEXT_MODES, load_settings
 from ctxr.types import NonDocument
 
 # Exit status when some files could not be loaded and everything else was indexed.
 PARTIAL = 3
+# Exit status after Ctrl-C: 128 + SIGINT, as a shell reports a process that SIGINT stopped.
+INTERRUPTED = 130
 
 
 @click.command("index")
@@ -75,9 +79,11 @@ def index_command(
     from ctxr.cli.progress import RichProgress
     from ctxr.enrich.situate.contexts import resolve_context
     from ctxr.pipeline.build import build_index
+    from ctxr.pipeline.report import IndexInterrupted
     from ctxr.progress import NullProgress, Progress
 
     settings = load_settings(
+        flags=flags_for("index_dir", "context", "chunk_tokens", "chunking", "llm_batch", "include"),
         index_dir=index_dir,
         context=context,
         chunk_tokens=chunk_tokens,
@@ -101,11 +107,17 @@ def index_command(
         render.print_estimate(result, as_json, verbose)
         return
     bar: Progress = NullProgress() if as_json else RichProgress(render.err_console)
-    if isinstance(bar, RichProgress):
-        with bar:
+    try:
+        if isinstance(bar, RichProgress):
+            with bar:
+                report = build_index(paths, settings, rebuild=rebuild, prune=prune, progress=bar)
+        else:
             report = build_index(paths, settings, rebuild=rebuild, prune=prune, progress=bar)
-    else:
-        report = build_index(paths, settings, rebuild=rebuild, prune=prune, progress=bar)
+    except IndexInterrupted as stopped:
+        if as_json:
+            click.echo(json.dumps(stopped.report.to_json(), indent=2))
+        render.print_interrupted(stopped.report, resume_command(click.get_current_context()))
+        sys.exit(INTERRUPTED)
     if as_json:
         click.echo(json.dumps(report.to_json(), indent=2))
     else:
@@ -116,3 +128,31 @@ def index_command(
         # Everything else is indexed: a distinct status, as rsync's "partial transfer", so a
         # script can tell it from success and from an error; --strict makes it an error.
         sys.exit(1 if strict else PARTIAL)
+
+
+def resume_command(ctx: click.Context) -> str:
+    """The command that carries on after an interrupted `ctxr index`: the same paths and options
+    as given, without --rebuild (which would delete what the interrupted run kept)."""
+    words = ["ctxr", "index"]
+    for param in ctx.command.params:
+        name = param.name
+        if name is None or name == "rebuild":
+            continue
+        if ctx.get_parameter_source(name) is not ParameterSource.COMMANDLINE:
+            continue
+        value = ctx.params[name]
+        if isinstance(param, click.Argument):
+            words += [str(v) for v in value]
+            continue
+        assert isinstance(param, click.Option)
+        flag = max(param.opts, key=len)
+        if param.is_flag and param.secondary_opts and not value:
+            words.append(max(param.secondary_opts, key=len))
+        elif param.is_flag:
+            words += [flag] if value else []
+        elif param.multiple:
+            for item in value:
+                words += [flag, str(item)]
+        else:
+            words += [flag, str(value)]
+    return shlex.join(words)

@@ -9,3 +9,14 @@ import click
 index_option = click.option(
     "--index", "index_dir", type=click.Path(path_type=Path), help="index directory [./.ctxr]"
 )
+
+# The flag that sets each setting, where its name is not the setting's own (`--rrf-k` for
+# rrf_k is found by rule): a bad value is then reported under the flag the user typed.
+FLAGS = {"index_dir": "--index", "llm_batch": "--batch"}
+
+
+def flags_for(*settings: str, **renamed: str) -> dict[str, str]:
+    """Setting -> flag for the settings a command takes from flags; `renamed` for a command
+    whose flag has another name (`ctxr split --max-tokens` sets chunk_tokens)."""
+    names = {name: FLAGS.get(name, "--" + name.replace("_", "-")) for name in settings}
+    return names | renamed

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from ctxr.cli.options import index_option
+from ctxr.cli.options import flags_for, index_option
 from ctxr.config import FUSIONS, RERANK_OFF, RERANKERS, SEARCH_MODES, load_settings
 from ctxr.errors import ConfigError
 
@@ -46,7 +46,7 @@ from ctxr.errors import ConfigError
     default=None,
     help="rerank the top fused candidates [CTXR_RERANK, default off]",
 )
-@click.option("--json", "as_json", is_flag=True, help="print hits as JSON")
+@click.option("--json", "as_json", is_flag=True, help="print the hits as JSON (ctxr.hits/1)")
 def search_command(
     query: str | None,
     index_dir: Path | None,
@@ -66,11 +66,17 @@ def search_command(
     from ctxr.api.client import open_searcher  # the index, or the server that owns it
     from ctxr.cli import render
     from ctxr.index.filters import filters_from_cli
+    from ctxr.retrieve.hits import Asked, hits_result, result_json
 
     filters = filters_from_cli(filter_exprs) if filter_exprs else None
     if (query is None) == (queries is None):
         raise click.UsageError("give either a QUERY or --queries FILE.jsonl")
-    settings = load_settings(index_dir=index_dir, candidates=candidates, fusion=fusion, rrf_k=rrf_k)
+    settings = load_settings(
+        flags=flags_for("index_dir", "candidates", "fusion", "rrf_k"),
+        index_dir=index_dir, candidates=candidates, fusion=fusion, rrf_k=rrf_k,
+    )  # fmt: skip
+    # How the hits were searched, as every answer of the hit schema says (ctxr.retrieve.hits).
+    asked = Asked(mode, settings.fusion, k, merge, expand)
     with open_searcher(settings, candidates=candidates, fusion=fusion, rrf_k=rrf_k) as service:
         if queries is not None:
             batch = list(_read_queries(queries))
@@ -83,18 +89,23 @@ def search_command(
                 rerank=rerank,
                 expand=expand,
             )
+            warnings: list[str] = []
             for (query_id, text), hits in zip(batch, results, strict=True):
-                line = {"id": query_id, "query": text, "hits": [h.to_json() for h in hits]}
-                click.echo(json.dumps(line, ensure_ascii=False))
+                line = hits_result(text, hits, asked, query_id)
+                warnings += line.warnings
+                click.echo(json.dumps(result_json(line), ensure_ascii=False))
+            render.print_warnings(warnings)
             return
         assert query is not None
         hits = service.search(
             query, k=k, mode=mode, filters=filters, merge=merge, rerank=rerank, expand=expand
         )
+    result = hits_result(query, hits, asked)
     if as_json:
-        click.echo(json.dumps([h.to_json() for h in hits], indent=2, ensure_ascii=False))
+        click.echo(json.dumps(result_json(result), indent=2, ensure_ascii=False))
     else:
         render.print_hits(query, hits)
+    render.print_warnings(result.warnings)
 
 
 def _read_queries(path: Path) -> Iterator[tuple[str, str]]:

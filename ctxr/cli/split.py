@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from ctxr.cli.options import flags_for
 from ctxr.config import load_settings
 
 
@@ -31,7 +32,7 @@ def split_command(files: tuple[Path, ...], max_tokens: int | None, as_json: bool
     from ctxr.pipeline.chunk_sizes import ChunkSizes
     from ctxr.pipeline.chunking import default_chunker
 
-    settings = load_settings(chunk_tokens=max_tokens)
+    settings = load_settings(flags=flags_for(chunk_tokens="--max-tokens"), chunk_tokens=max_tokens)
     # The embedder's input is a hard cap, as in `ctxr index` (its tokenizer only is loaded).
     chunker = default_chunker(settings, components.make_embedder(settings))
     sizes = ChunkSizes()

@@ -18,16 +18,14 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from ctxr.config import load_settings
 from ctxr.enrich.load.documents import kind_of
 from ctxr.errors import DatasetError
-
-DATA_DIR_ENV = "CTXR_DATA_DIR"
 
 _FIX_ANTHROPIC = (
     "copy codebase_chunks.json and evaluation_set.jsonl from claude-cookbooks "
@@ -88,15 +86,16 @@ def chunk_key(original_uuid: str, original_index: int) -> str:
 
 
 def default_data_dir() -> Path:
-    """Where the evaluation data lies: ``$CTXR_DATA_DIR``, else the nearest ``shared/data``.
+    """Where the evaluation data lies: ``CTXR_DATA_DIR`` (environment or ``.env``), else the
+    nearest ``shared/data``.
 
     The search walks up from the working directory and then from this package, because the
     data sits beside the checkout (``/work/shared/data`` for ``/work/main``) and must not be
     copied into it. Raises ``DatasetError`` when neither finds it.
     """
-    env = os.environ.get(DATA_DIR_ENV)
-    if env:
-        return Path(env).expanduser()
+    configured = load_settings().data_dir
+    if configured is not None:
+        return configured.expanduser()
     for start in (Path.cwd(), Path(__file__).resolve().parent):
         for folder in (start, *start.parents):
             candidate = folder / "shared" / "data"

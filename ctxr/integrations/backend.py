@@ -1,6 +1,7 @@
 """Where the framework retrievers get their hits: an embedded index or `ctxr serve`'s HTTP API.
 
-Either way a hit is the dict `Hit.to_json()` writes, the HTTP API's hit schema, so the LangChain
+Either way a hit is one hit of the schema every face shares (`ctxr.retrieve.hits`,
+``ctxr.hits/1``): `hit_json` here, the "hits" of POST /search's answer there, so the LangChain
 and LlamaIndex adapters convert one shape. The embedded index opens on first use and stays
 open (a qdrant-edge shard is one process's at a time: close the retriever, or use `base_url=`
 to share a served index); async searches run it in a worker thread. Over HTTP one client per
@@ -62,8 +63,10 @@ class CtxrBackend:
     ) -> list[HitJson]:
         _check(query, k, mode)
         if self.base_url is None:
+            from ctxr.retrieve.hits import hit_json
+
             hits = self._embedded().search(query, k, mode, filters=filters)
-            return [h.to_json() for h in hits]
+            return [hit_json(h) for h in hits]
         import httpx
 
         try:

@@ -5,8 +5,9 @@
     docs = retriever.invoke("how do I restore a backup?")     # or await retriever.ainvoke(...)
 
 Each `Document` holds the chunk's text as `page_content`, the chunk id as `id`, and the rest of
-ctxr's hit in `metadata` (source, doc_id, heading_path, start, end, context, score, rank and
-each retriever's own score), so a chain can cite the source and section.
+ctxr's hit (`ctxr.hits/1`) in `metadata` (source, doc_id, heading_path, start, end, pages,
+context, score, rank, each retriever's own score, expanded, flags), so a chain can cite the
+source, section and page.
 """
 
 from __future__ import annotations

@@ -23,7 +23,9 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from ctxr.integrations.backend import CtxrBackend, HitJson
 
 # Bookkeeping in the metadata that helps neither an LLM's answer nor an embedding.
-_NOT_FOR_MODELS = ["chunk_id", "doc_id", "start", "end", "rank", "score", "scores", "flags"]
+_NOT_FOR_MODELS = [
+    "chunk_id", "doc_id", "start", "end", "rank", "score", "scores", "expanded", "flags",
+]  # fmt: skip
 
 
 class CtxrRetriever(BaseRetriever):

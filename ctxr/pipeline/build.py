@@ -17,7 +17,7 @@ from pathlib import Path
 from ctxr.config import Settings
 from ctxr.enrich.load.kinds import is_kind_skip
 from ctxr.enrich.load.walk import display_path
-from ctxr.enrich.situate.contexts import ContextPlan, resolve_context, situate_all
+from ctxr.enrich.situate.contexts import ContextPlan, resolve_context
 from ctxr.index import components, integrity
 from ctxr.index.bm25.analyzer import Bm25Analyzer
 from ctxr.index.embed.base import Embedder
@@ -26,13 +26,13 @@ from ctxr.index.owner import refuse_if_owned
 from ctxr.index.run_lock import index_lock
 from ctxr.index.store import factory as store_factory
 from ctxr.index.store.base import Store
-from ctxr.pipeline.chunk_sizes import ChunkSizes
 from ctxr.pipeline.chunking import Chunker, default_chunker
 from ctxr.pipeline.collect import load_paths
+from ctxr.pipeline.prepare import prepare
 from ctxr.pipeline.prune import gone_documents, remove_documents
 from ctxr.pipeline.recipe import document_recipe
-from ctxr.pipeline.report import IndexReport
-from ctxr.pipeline.write import Prepared, write
+from ctxr.pipeline.report import IndexInterrupted, IndexReport
+from ctxr.pipeline.write import truncation_notice, write
 from ctxr.progress import NullProgress, Progress
 from ctxr.types import Document
 
@@ -156,41 +156,66 @@ def run_index(
     index_dir = Path(settings.index_dir)
     if opened is None:  # before --rebuild could delete a shard a server has open
         refuse_if_owned(index_dir, "index it")
-    with index_lock(index_dir):  # before anything is created: one run per index at a time
-        own_embedder = embedder is None  # a caller's embedder stays open for its next run
+    report = IndexReport(index_dir=str(index_dir), context_kind=plan.kind)
+    try:
+        with index_lock(index_dir):  # before anything is created: one run per index at a time
+            _locked_run(collect, settings, chunker, chunker_name, rebuild, embedder, progress,
+                        plan, report, opened)  # fmt: skip
+    except KeyboardInterrupt:
+        # Ctrl-C: every batch written so far is flushed and in the manifest, every LLM answer
+        # in the response cache; the report says so, and the next run resumes from there.
+        report.interrupted = True
+        report.seconds = time.perf_counter() - started
+        raise IndexInterrupted(report) from None
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _locked_run(
+    collect: Collector,
+    settings: Settings,
+    chunker: Chunker | None,
+    chunker_name: str,
+    rebuild: bool,
+    embedder: Embedder | None,
+    progress: Progress,
+    plan: ContextPlan,
+    report: IndexReport,
+    opened: OpenIndex | None,
+) -> None:
+    index_dir = Path(settings.index_dir)
+    own_embedder = embedder is None  # a caller's embedder stays open for its next run
+    with report.timed("open"):
         embedder = embedder or components.make_embedder(settings, cached=True)
         analyzer = components.make_analyzer(settings)
-        report = IndexReport(index_dir=str(index_dir), context_kind=plan.kind)
         if opened is None:
             manifest, store = open_or_create(index_dir, settings, embedder, analyzer, rebuild)
         else:
             manifest, store = opened.manifest, opened.store
-        try:
-            recipe = document_recipe(settings, plan, chunker_name)
+    try:
+        recipe = document_recipe(settings, plan, chunker_name)
+        with report.timed("load"):
             todo = collect(manifest, store, recipe, report, progress)
-            prepared = _prepare(
-                todo,
-                chunker or default_chunker(settings, embedder),
-                plan,
-                settings,
-                analyzer,
-                report,
-                progress,
+        own = chunker or default_chunker(settings, embedder)
+        prepared = prepare(todo, own, plan, settings, analyzer, report, progress)
+        write(prepared, manifest, store, embedder, analyzer, settings, recipe, report, progress)
+        if report.chunks_truncated:
+            report.notices.append(
+                truncation_notice(report, embedder.max_tokens, chunker is not None, settings)
             )
-            write(prepared, manifest, store, embedder, analyzer, settings, recipe, report, progress)
+        with report.timed("write"):
             store.flush()
-            report.points_total = store.count()
-            _optimize(store, settings, report, progress)
+        report.points_total = store.count()
+        _optimize(store, settings, report, progress)
+        with report.timed("check"):
             _verify(store, manifest, index_dir, report)
-            report.points_total = store.count()
-        finally:
-            if opened is None:
-                store.close()
-            close = getattr(embedder, "close", None)
-            if own_embedder and callable(close):
-                close()
-    report.seconds = time.perf_counter() - started
-    return report
+        report.points_total = store.count()
+    finally:
+        if opened is None:
+            store.close()
+        close = getattr(embedder, "close", None)
+        if own_embedder and callable(close):
+            close()
 
 
 def _optimize(store: Store, settings: Settings, report: IndexReport, progress: Progress) -> None:
@@ -208,8 +233,9 @@ def _optimize(store: Store, settings: Settings, report: IndexReport, progress: P
         return
     progress.note(f"building the HNSW index over {report.points_total:,} points...")
     started = time.perf_counter()
-    store.optimize()
-    store.flush()
+    with report.timed("optimize"):
+        store.optimize()
+        store.flush()
     report.optimize_seconds = time.perf_counter() - started
 
 
@@ -251,38 +277,3 @@ def load_changed(
             todo.append(document)
     return todo
 
-
-def _prepare(
-    documents: list[Document],
-    chunker: Chunker,
-    plan: ContextPlan,
-    settings: Settings,
-    analyzer: Bm25Analyzer,
-    report: IndexReport,
-    progress: Progress,
-) -> list[Prepared]:
-    progress.start("chunks", len(documents))
-    pairs = []
-    sizes = ChunkSizes()
-    for document in documents:
-        chunks = chunker(document)
-        pairs.append((document, chunks))
-        sizes.add(document.kind, chunks)
-        progress.advance("chunks")
-    report.chunk_sizes = sizes.to_json()
-    index_dir = Path(settings.index_dir)
-    run = situate_all(pairs, settings, plan, index_dir, components.cache_dir(settings), progress)
-    report.contexts = run.ledger
-    prepared: list[Prepared] = []
-    for document, _ in pairs:
-        situated = run.situated[document.doc_id]
-        counts = [len(analyzer.terms(c.indexed_text())) for c in situated]
-        incomplete = document.doc_id in run.incomplete
-        prepared.append(Prepared(document, situated, counts, incomplete))
-    if run.incomplete:
-        why = f" (first error: {run.first_error})" if run.first_error else ""
-        report.notices.append(
-            f"{len(run.incomplete)} documents have chunks whose LLM context failed{why}; "
-            "outline contexts used, the next run asks again for those chunks only"
-        )
-    return prepared

@@ -66,3 +66,6 @@ def load_paths(
         except LoadError as exc:
             tally.failed.append((exc.path, exc.reason))
             progress.note(f"skipped {exc}")
+    # The walk's total is known only now: giving it ends the bar (its clock stops) instead of
+    # leaving `files 90/?` running through the rest of the run.
+    progress.start("files", tally.files_seen)

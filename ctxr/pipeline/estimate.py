@@ -40,6 +40,7 @@ from ctxr.enrich.situate.prompt import PROMPT_VERSION, document_part
 from ctxr.enrich.situate.response_cache import ResponseCache
 from ctxr.enrich.situate.window import Prefix, plan_prefixes
 from ctxr.index import components
+from ctxr.index.embed.base import Embedder
 from ctxr.index.manifest import MANIFEST_NAME, Manifest
 from ctxr.llm.base import Usage
 from ctxr.llm.clients import PLACEHOLDER_KEY
@@ -47,6 +48,7 @@ from ctxr.llm.pricing import ModelPrice, PriceTable, load_prices
 from ctxr.llm.registry import DEFAULT_MODELS, choose_provider, make_llm
 from ctxr.pipeline.chunking import Chunker, default_chunker
 from ctxr.pipeline.collect import LoadTally, load_paths
+from ctxr.pipeline.estimate_plain import NO_MODEL_PRICED, plain_recipe, plain_run
 from ctxr.pipeline.estimate_report import DocumentCost, Estimate, ModelEstimate
 from ctxr.pipeline.estimate_tokens import (
     anthropic_usages,
@@ -100,7 +102,7 @@ def estimate_documents(
     chunker: Chunker | None = None,
     chunker_name: str = "split",
     ignore_manifest: bool = False,
-    embedder_name: str | None = None,
+    embedder: Embedder | None = None,
 ) -> Estimate:
     """Estimate situating `documents` with each of `models` (default: the configured one;
     an empty list estimates the documents and embeddings only). Writes nothing."""
@@ -110,18 +112,27 @@ def estimate_documents(
         prices.get(model)  # an unknown model fails before any work, saying how to add a price
     out = DEFAULT_OUTPUT_TOKENS if output_tokens is None else output_tokens
     source = OUTPUT_TOKENS_SOURCE if output_tokens is None else "given (--output-tokens)"
-    embedder = embedder_name or components.make_embedder(settings).name
-    result = Estimate(out, source, embedder, prices.prices_read, len(documents), len(documents))
+    # The run's embedder, for its name and its input's cap on chunks; nothing is embedded
+    # (the local one loads only its tokenizer).
+    embedder = embedder or components.make_embedder(settings)
+    count = len(documents)
+    result = Estimate(out, source, embedder.name, prices.prices_read, count, count)
     index_dir = Path(settings.index_dir)
     manifest = None
     if not ignore_manifest and (index_dir / MANIFEST_NAME).exists():
         manifest = Manifest.load(index_dir)
     cache_path = components.cache_dir(settings) / CONTEXTS_DIR
     cache = ResponseCache(cache_path) if cache_path.is_dir() else None  # never create one
-    split = chunker or default_chunker(settings)
+    # With the embedder's input as the cap, as `build_index` splits (the dry run said 64 chunks
+    # of the examples where the run wrote 79).
+    split = chunker or default_chunker(settings, embedder)
     chunks = functools.cache(lambda doc_id: split(by_id[doc_id]))
     by_id = {d.doc_id: d for d in documents}
     result.notes.extend(_notes(chosen, prices, exact, settings.claude_tokenizer))
+    if not chosen:  # no model priced: what the run without an LLM would do
+        recipe = plain_recipe(settings, chunker_name)
+        todo = [d for d in documents if _changed(manifest, d, recipe)]
+        result.plain = plain_run(todo, len(documents), settings, chunks, embedder.name)
     try:
         for model in chosen:
             price = prices.get(model)
@@ -131,7 +142,7 @@ def estimate_documents(
             pairs = [(d, chunks(d.doc_id)) for d in todo]
             estimate = _estimate_model(pairs, settings, price, model, out, cache, exact)
             estimate.documents_unchanged = len(documents) - len(todo)
-            _embedding(estimate, pairs, settings, out, embedder)
+            _embedding(estimate, pairs, settings, out, embedder.name)
             result.models.append(estimate)
     finally:
         if cache is not None:
@@ -143,7 +154,8 @@ def _notes(models: list[str], prices: PriceTable, exact: bool, tokenizer: str) -
     providers = {prices.get(m).provider for m in models}
     notes = []
     if not models:
-        notes.append("no LLM writes contexts in this run (outline or none): no LLM cost")
+        notes.append(NO_MODEL_PRICED)
+        return notes
     if "anthropic" in providers and not exact and claude_counter(tokenizer) is not None:
         notes.append(
             "Claude tokens are ctok's offline reconstruction of Claude's tokenizer (0.3% below "

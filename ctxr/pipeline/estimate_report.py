@@ -16,6 +16,7 @@ from ctxr.enrich.load.kinds import summarize_skips
 from ctxr.enrich.load.walk import Skipped
 from ctxr.llm.base import Usage
 from ctxr.llm.pricing import PER_MILLION, ModelPrice
+from ctxr.pipeline.estimate_plain import PlainRun
 
 TOKEN_KINDS = ("input", "cache_write", "cache_write_1h", "cache_read", "output")
 _LABELS = {
@@ -162,6 +163,7 @@ class Estimate:
     failed: list[tuple[str, str]] = field(default_factory=list)
     models: list[ModelEstimate] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    plain: PlainRun | None = None  # no model priced: the run without an LLM
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -176,6 +178,7 @@ class Estimate:
             "embedder": self.embedder,
             "prices_read": self.prices_read,
             "models": [m.to_json() for m in self.models],
+            "run_without_llm": None if self.plain is None else self.plain.to_json(),
             "notes": self.notes,
         }
 
@@ -202,8 +205,12 @@ def _money(value: float | None) -> str:
 
 
 def render(estimate: Estimate, console: Console, top: int = 5) -> None:
-    """One table, a column per model; then the costliest documents; then the assumptions."""
+    """One table, a column per model; then the costliest documents; then the assumptions.
+    With no model priced, the run without an LLM instead."""
     models = estimate.models
+    if not models:
+        _render_plain(estimate, console)
+        return
     table = Table(title="ctxr estimate (no model was called)")
     table.add_column("")
     for m in models:
@@ -266,6 +273,28 @@ def render(estimate: Estimate, console: Console, top: int = 5) -> None:
         f"({len(estimate.skipped)} skipped, {len(estimate.failed)} failed to load); "
         f"output: {estimate.output_tokens} tokens per context, {estimate.output_source}; "
         f"embedder {estimate.embedder}; prices read {estimate.prices_read}.",
+        highlight=False,
+    )
+    if estimate.skipped:
+        console.print(summarize_skips(s.reason for s in estimate.skipped), highlight=False)
+    for note in estimate.notes:
+        console.print(f"note: {note}", highlight=False)
+
+
+def _render_plain(estimate: Estimate, console: Console) -> None:
+    run = estimate.plain
+    table = Table(title="ctxr estimate (no model was called)", show_header=False)
+    if run is not None:
+        table.add_row("contexts", f"{run.context} (no LLM): $0")
+        table.add_row("documents to do", f"{run.documents:,}")
+        table.add_row("  unchanged (free)", f"{run.documents_unchanged:,}")
+        table.add_row("chunks", f"{run.chunks:,}")
+        table.add_row("embedding", f"{run.embedding_tokens:,} tok  {_money(run.embedding_dollars)}")
+    console.print(table)
+    console.print(
+        f"{estimate.documents} documents from {estimate.files_seen} files "
+        f"({len(estimate.skipped)} skipped, {len(estimate.failed)} failed to load); "
+        f"embedder {estimate.embedder}.",
         highlight=False,
     )
     if estimate.skipped:

@@ -19,12 +19,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from ctxr.config import Settings
 from ctxr.enrich.situate.contexts import fit_context
 from ctxr.index import components
 from ctxr.index.bm25.analyzer import Bm25Analyzer
 from ctxr.index.bm25.weights import Bm25Params, document_vector
-from ctxr.index.embed.base import Embedder
+from ctxr.index.embed.base import Embedder, FloatMatrix
 from ctxr.index.embed.identifiers import dense_text, split_counter, splits
 from ctxr.index.manifest import DocumentEntry, Manifest
 from ctxr.index.payload import chunk_payload
@@ -34,6 +36,10 @@ from ctxr.progress import Progress
 from ctxr.types import ContextualChunk, Document
 
 WRITE_BATCH_CHUNKS = 256
+# The embeddings bar advances after each step of this many chunks, not once per write batch:
+# at ~24 chunks/s on two cores a batch of 256 took ~10 s a step.
+EMBED_STEP_CHUNKS = 64
+EMBED_PHASE = "embeddings"
 
 
 @dataclass(slots=True)
@@ -104,17 +110,33 @@ def write(
     context = _Context(store, embedder, analyzer, components.bm25_params(settings), avg_len,
                        settings.context_position == "before",
                        settings.split_identifiers)  # fmt: skip
-    progress.start("embeddings", len(new_counts))
+    progress.start(EMBED_PHASE, len(new_counts))
     for batch in _batches(prepared, WRITE_BATCH_CHUNKS):
-        _write_batch(batch, manifest, context, recipe, report)
-        progress.advance("embeddings", sum(s.end - s.start for s in batch))
-    if report.chunks_truncated:
-        report.notices.append(
-            f"{report.chunks_truncated} of {report.chunks_written} chunks exceed the embedder's "
-            f"{embedder.max_tokens}-token input; their tails are found by BM25 only. "
-            "ctxr's chunker splits chunks to fit, so these come from a chunker of your own "
-            "or from runs too short to split; lower the chunk budget to avoid them."
+        _write_batch(batch, manifest, context, recipe, report, progress)
+
+
+def truncation_notice(
+    report: IndexReport, max_tokens: int, own_chunker: bool, settings: Settings
+) -> str:
+    """Why chunks were too long for the embedder, true to how this run chunked them."""
+    worst = sorted(report.truncated_sources.items(), key=lambda item: (-item[1], item[0]))[:3]
+    where = ", ".join(f"{source} ({n})" for source, n in worst)
+    head = (
+        f"{report.chunks_truncated} of {report.chunks_written} chunks exceed the embedder's "
+        f"{max_tokens}-token input (most in {where}); their tails are found by BM25 only. "
+    )
+    if own_chunker:
+        return head + "They come from the chunker this run was given: make its chunks smaller."
+    if not settings.cap_to_embedder:
+        return head + (
+            "CTXR_CAP_TO_EMBEDDER=false keeps chunks the embedder truncates: set it to true "
+            "to split them"
         )
+    return head + (
+        "ctxr's chunker made them and split all it could: what is left over is a chunk whose "
+        "repeated prefix (a continued section's heading lines) alone fills the input, or a run "
+        "of a few tokens that still does not fit; `ctxr split FILE` shows them"
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,7 +173,12 @@ def _count_amplification(
 
 
 def _write_batch(
-    batch: list[_Slice], manifest: Manifest, ctx: _Context, recipe: str, report: IndexReport
+    batch: list[_Slice],
+    manifest: Manifest,
+    ctx: _Context,
+    recipe: str,
+    report: IndexReport,
+    progress: Progress,
 ) -> None:
     embedder = ctx.embedder
     # BM25 reads the whole context; the embedder reads only max_tokens, so there a long
@@ -160,15 +187,51 @@ def _write_batch(
     owned = [
         (part.item.document, c) for part in batch for c in part.item.chunks[part.start : part.end]
     ]
-    texts: list[str] = []
-    for document, situated in owned:
-        split = splits(document.kind, ctx.split_identifiers)
-        fitted = fit_context(situated, split_counter(count_tokens, split), embedder.max_tokens)
-        texts.append(dense_text(fitted.indexed_text(context_first=ctx.context_first), split))
-    vectors = embedder.embed(texts)
-    pieces = [count_tokens(t) for t in texts]
-    report.chunks_truncated += sum(n > embedder.max_tokens for n in pieces)
-    _count_amplification(batch, owned, pieces, ctx, report)
+    with report.timed("embed"):
+        texts: list[str] = []
+        for document, situated in owned:
+            split = splits(document.kind, ctx.split_identifiers)
+            fitted = fit_context(situated, split_counter(count_tokens, split), embedder.max_tokens)
+            texts.append(dense_text(fitted.indexed_text(context_first=ctx.context_first), split))
+        pieces = [count_tokens(t) for t in texts]
+        vectors = _embed_in_steps(embedder, texts, pieces, progress)
+        for (document, _), n in zip(owned, pieces, strict=True):
+            if n > embedder.max_tokens:
+                report.chunks_truncated += 1
+                sources = report.truncated_sources
+                sources[document.source] = sources.get(document.source, 0) + 1
+        _count_amplification(batch, owned, pieces, ctx, report)
+    with report.timed("write"):
+        _store_batch(batch, owned, vectors, manifest, ctx, recipe, report)
+
+
+def _embed_in_steps(
+    embedder: Embedder, texts: list[str], pieces: list[int], progress: Progress
+) -> FloatMatrix:
+    """Vectors for `texts`, embedded `EMBED_STEP_CHUNKS` at a time so the bar moves within a
+    batch (a file of thousands of chunks moves it as much as many small files do).
+
+    The steps take the texts longest first (in the embedder's own word pieces, as read), the
+    order the local embedder sorts one call into: its batches of 8 are then the ones a single
+    call would make, so the steps pad no more than one call did."""
+    order = sorted(range(len(texts)), key=lambda i: -min(pieces[i], embedder.max_tokens))
+    out = np.zeros((len(texts), embedder.dim), dtype=np.float32)
+    for start in range(0, len(order), EMBED_STEP_CHUNKS):
+        rows = order[start : start + EMBED_STEP_CHUNKS]
+        out[rows] = embedder.embed([texts[i] for i in rows])
+        progress.advance(EMBED_PHASE, len(rows))
+    return out
+
+
+def _store_batch(
+    batch: list[_Slice],
+    owned: list[tuple[Document, ContextualChunk]],
+    vectors: FloatMatrix,
+    manifest: Manifest,
+    ctx: _Context,
+    recipe: str,
+    report: IndexReport,
+) -> None:
     points: list[StoredPoint] = []
     for row, (document, situated) in enumerate(owned):
         terms = ctx.analyzer.terms(situated.indexed_text())

@@ -12,8 +12,10 @@ longer than the stored whitespace, an index without `space_after`), the hit is k
 and flagged.
 
 Several hits of one parent collapse into one: it takes the best hit's rank, score, chunk id and
-context, the heading path of the parent's first chunk, and for each retriever the best rank
-(with its score) any of the parent's hits had. Hits without a parent span pass unchanged.
+context, the heading path of the parent's first chunk, the pages of its chunks, and for each
+retriever the best rank (with its score) any of the parent's hits had; it is marked `expanded`.
+Hits without a parent span pass unchanged but flagged (`EXPAND_UNAVAILABLE`): their document
+was not indexed with parent chunking, and a caller must be able to tell.
 Results come back in their best hit's order, ranks renumbered from 1.
 """
 
@@ -27,6 +29,12 @@ from ctxr.retrieve.passages import best_scores
 from ctxr.types import Hit
 
 EXPAND_FAILED = "expand failed: parent section could not be rebuilt exactly"
+# A hit of a document indexed without parent sections (the index, or that document, was not
+# built with parent chunking): it comes back as it was, and says why.
+EXPAND_UNAVAILABLE = (
+    "not expanded: its document was not indexed with --chunking parent; re-index with "
+    "`ctxr index PATH --chunking parent` (CTXR_CHUNKING=parent) to get parent sections"
+)
 
 ParentSpan = tuple[int, int]
 
@@ -54,7 +62,7 @@ def expand_parents(
     for hit in sorted(hits, key=lambda h: h.rank):
         span = parents.get(hit.chunk_id)
         if span is None:
-            order.append(hit)
+            order.append(replace(hit, flags=(*hit.flags, EXPAND_UNAVAILABLE)))
             continue
         key = (hit.doc_id, *span)
         if key not in groups:
@@ -85,6 +93,8 @@ def expand_parents(
                 text=text,
                 heading_path=heading_path,
                 scores=best_scores(group),
+                pages=_pages(payloads[doc_id], start, end),
+                expanded=True,
             )
         )
         spaces[best.chunk_id] = space
@@ -120,3 +130,9 @@ def rebuild(
     if pos != end or len(text) != end - start:
         return None
     return text, tuple(first.get("heading_path") or ()), space
+
+
+def _pages(points: Sequence[Mapping[str, Any]], start: int, end: int) -> tuple[int, ...]:
+    """The PDF pages of the chunks inside [start, end): the parent section's pages."""
+    inside = (p for p in points if start <= int(p["start"]) and int(p["end"]) <= end)
+    return tuple(sorted({int(n) for p in inside for n in p.get("pages") or ()}))

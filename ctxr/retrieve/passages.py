@@ -9,7 +9,8 @@ in the document), so the passage's text is still exactly `doc.text[start:end]`. 
 index written before `space_after` existed merge only when they overlap or touch.
 
 The passage takes the rank, score, chunk id and context of its best hit, the heading path of
-its first chunk, and for each retriever the best rank (with its score) any of its chunks had.
+its first chunk, the pages and flags of all of them, and for each retriever the best rank
+(with its score) any of its chunks had.
 Passages come back in their best hit's order, ranks renumbered from 1; so k hits can give
 fewer passages.
 
@@ -65,9 +66,12 @@ def _merge(group: list[Hit], spaces: Mapping[str, str]) -> tuple[int, Hit]:
             text += hit.text[end - hit.start :]
         end, space = hit.end, spaces.get(hit.chunk_id, "")
     scores = best_scores(group)
+    pages = tuple(sorted({n for hit in group for n in hit.pages}))
+    flags = tuple(dict.fromkeys(f for hit in group for f in hit.flags))
     passage = replace(
-        best, start=first.start, end=end, heading_path=first.heading_path, text=text, scores=scores
-    )
+        best, start=first.start, end=end, heading_path=first.heading_path, text=text,
+        scores=scores, pages=pages, flags=flags, expanded=any(h.expanded for h in group),
+    )  # fmt: skip
     return best.rank, passage
 
 

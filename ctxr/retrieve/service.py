@@ -280,6 +280,7 @@ def _hit(rank: int, item: Fused[str], payload: ChunkPayload) -> Hit:
         context=payload.get("context") or "",
         score=item.score,
         scores=item.by_retriever,
+        pages=tuple(payload.get("pages") or ()),
     )
 
 

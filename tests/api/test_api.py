@@ -29,6 +29,7 @@ from fastapi.testclient import TestClient
 from ctxr.api.app import create_app
 from ctxr.cli import main
 from ctxr.config import Settings, load_settings
+from ctxr.retrieve.hits import hit_json
 from ctxr.retrieve.service import SearchService
 
 TOKEN = "s3cret-token-for-tests"
@@ -79,7 +80,8 @@ class TestInProcess:
         assert hits[0]["source"] == "examples/docs/faq.md" and "LUM-E310" in hits[0]["text"]
         assert set(hits[0]["scores"]) == {"dense", "bm25"}
         service: SearchService = client.app.state.holder.service  # type: ignore[attr-defined]
-        assert hits == [h.to_json() for h in service.search(QUERY, 3)]  # same as the Python API
+        assert hits == [hit_json(h) for h in service.search(QUERY, 3)]  # same as the Python API
+        assert response.headers["server-timing"].startswith("search;dur=")
 
     def test_search_batch_modes_and_fusion(self, client: TestClient) -> None:
         queries = [QUERY, "how do I back up and restore the library"]
@@ -90,9 +92,11 @@ class TestInProcess:
                 response = client.post("/search", headers=AUTH, json=body)
                 assert response.status_code == 200, response.text
                 results = response.json()["results"]
-                assert len(results) == 2 and all(len(hits) == 4 for hits in results)
+                assert [r["query"] for r in results] == queries
+                assert all(len(r["hits"]) == 4 for r in results)
+                assert {r["fusion"] for r in results} == {fusion if mode == "hybrid" else None}
                 expected = {"hybrid": {"dense", "bm25"}, "dense": {"dense"}, "bm25": {"bm25"}}
-                assert set(results[0][0]["scores"]) == expected[mode]
+                assert set(results[0]["hits"][0]["scores"]) == expected[mode]
 
     @pytest.mark.parametrize(
         ("body", "loc", "kind"),

@@ -113,7 +113,7 @@ def server(corpus: Path, tmp_path: Path) -> Iterator[Child]:
 def search(query: str, *extra: str) -> list[dict[str, object]]:
     result = CliRunner().invoke(main, ["search", query, "--index", "idx", "--json", *extra])
     assert result.exit_code == 0, result.output
-    hits: list[dict[str, object]] = json.loads(result.output)
+    hits: list[dict[str, object]] = json.loads(result.output)["hits"]  # ctxr.hits/1
     return hits
 
 

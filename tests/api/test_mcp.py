@@ -31,15 +31,14 @@ from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 from mcp.shared.exceptions import MCPError  # noqa: E402
 
 from ctxr.api.mcp import IndexHolder, create_server, http_app  # noqa: E402
-from ctxr.api.models import HitModel  # noqa: E402
 from ctxr.cli import main  # noqa: E402
 from ctxr.config import Settings, load_settings  # noqa: E402
+from ctxr.retrieve.hits import HitRecord, HitsResult, hit_json  # noqa: E402
 from ctxr.retrieve.service import SearchService  # noqa: E402
 
 TOKEN = "mcp-test-token"
 QUERY = "fix LUM-E310 migration lock held"
-HIT_FIELDS = {"rank", "chunk_id", "doc_id", "source", "start", "end", "heading_path", "text",
-              "context", "score", "scores"}  # fmt: skip
+HIT_FIELDS = set(HitRecord.model_fields)
 # A ClientSession (stdio, HTTP) or the SDK's in-process Client: both have the calls used here.
 Session = Callable[[Any], Awaitable[None]]
 
@@ -85,10 +84,11 @@ async def _search_checks(session: ClientSession, index: BuiltIndex) -> None:
     hits = result.structured_content["hits"]
     assert [h["rank"] for h in hits] == [1, 2, 3]
     assert hits[0]["source"] == "examples/docs/faq.md" and "LUM-E310" in hits[0]["text"]
-    # The HTTP API's hit schema, as `Hit.to_json` writes it (the shard is the server's, so
-    # the Python API's own hits are compared in the in-process test).
-    assert all(set(h) == HIT_FIELDS and HitModel.model_validate(h) for h in hits)
-    assert json.loads(_text(result))["hits"] == hits  # text content mirrors structured
+    # The hit schema every face writes (the shard is the server's, so the Python API's own
+    # hits are compared in the in-process test).
+    assert HitsResult.model_validate(result.structured_content).query == QUERY
+    assert all(set(h) == HIT_FIELDS for h in hits)
+    assert json.loads(_text(result)) == result.structured_content  # text mirrors structured
 
     filtered = await session.call_tool(
         "search",
@@ -143,7 +143,7 @@ async def _in_process(settings: Settings, body: Session) -> None:
 def test_in_process_hits_are_the_python_apis(examples_index: BuiltIndex) -> None:
     settings = _settings(examples_index)
     with SearchService(settings) as service:
-        expected = [h.to_json() for h in service.search(QUERY, 4, "hybrid")]
+        expected = [hit_json(h) for h in service.search(QUERY, 4, "hybrid")]
 
     async def body(client: Any) -> None:
         result = await client.call_tool("search", {"query": QUERY, "k": 4})

@@ -124,9 +124,9 @@ def test_small_documents_share_requests_and_estimate_agrees(
     monkeypatch.setenv("CTXR_CLAUDE_TOKENIZER", "cl100k")  # as the fake server counts
     corpus = _small_corpus(tmp_path / "corpus")
     settings = _settings(tmp_path)
-    estimate = estimate_paths([corpus], settings, embedder_name="fake:hash-64").models[0]
+    estimate = estimate_paths([corpus], settings, embedder=HashEmbedder()).models[0]
     unpacked = _settings(tmp_path, llm_pack_tokens=0)
-    alone = estimate_paths([corpus], unpacked, embedder_name="fake:hash-64").models[0]
+    alone = estimate_paths([corpus], unpacked, embedder=HashEmbedder()).models[0]
     assert alone.requests == 6 and alone.usage.input_tokens > estimate.usage.input_tokens
     report = build_index([corpus], settings, embedder=HashEmbedder())
     summary = report.contexts

@@ -111,10 +111,50 @@ def test_pieces_keep_heading_prefix_and_parent(embedder: OnnxEmbedder) -> None:
 def test_an_unsplittable_run_is_kept_and_reported() -> None:
     doc = make_doc("alpha beta gamma delta epsilon zeta eta theta", "text")
     chunks = split_document(doc, max_tokens=200)
-    capped = cap_chunks(doc, chunks, lambda c: 10_000, 100)  # nothing ever fits
+    # No text ever fits (an empty one would: the prefix is not what is too long).
+    capped = cap_chunks(doc, chunks, lambda c: 10_000 if c.text else 0, 100)
     assert capped.unsplittable and len(capped.unsplittable) == len(capped.chunks)
     assert all(c.token_count <= 4 for c in capped.chunks)
     check(doc, capped.chunks)
+
+
+def test_a_prefix_over_the_cap_keeps_its_chunk_whole(embedder: OnnxEmbedder) -> None:
+    # A heading of 150 words is every continued chunk's prefix: splitting the text under it
+    # made 411 fragments of 2-4 tokens, each still over the embedder's input.
+    heading = "# " + " ".join(f"word{i}" for i in range(150))
+    body = "\n\n".join(" ".join(f"para{j} text{i}" for i in range(60)) for j in range(5))
+    doc = make_doc(f"{heading}\n\n{body}\n", "markdown")
+    chunks = default_chunker(load_settings(), embedder)(doc)
+    check(doc, chunks)
+    assert len(chunks) < 20
+    assert min(c.token_count for c in chunks if c.prefix) > 4
+
+
+def test_the_truncation_notice_names_what_made_the_chunks(tmp_path: Path) -> None:
+    from ctxr.pipeline.build import build_index, index_documents
+
+    embedder = OnnxEmbedder()
+
+    heading = "# " + " ".join(f"word{i}" for i in range(150))
+    body = "\n\n".join(" ".join(f"para{j} text{i}" for i in range(60)) for j in range(3))
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "long.md").write_text(f"{heading}\n\n{body}\n")
+    settings = load_settings(index_dir=tmp_path / "idx", cache_dir=tmp_path / "cache")
+    report = build_index([tmp_path / "docs"], settings, embedder=embedder)
+    [notice] = [n for n in report.notices if "exceed the embedder" in n]
+    assert "ctxr's chunker made them" in notice and "chunker of your own" not in notice
+    assert "docs/long.md" in notice and "prefix" in notice
+
+    def whole(document: Document) -> list[Chunk]:  # a chunker of the caller's: one chunk
+        text = document.text
+        return [Chunk(chunk_id_for(document.doc_id, 0), document.doc_id, 0, text, 0, len(text),
+                      count_tokens(text))]  # fmt: skip
+
+    doc = make_doc(body * 3, "text")
+    own = index_documents([doc], settings.model_copy(update={"index_dir": tmp_path / "own"}),
+                          chunker=whole, chunker_name="whole", embedder=embedder)  # fmt: skip
+    [notice] = [n for n in own.notices if "exceed the embedder" in n]
+    assert "the chunker this run was given" in notice
 
 
 def test_per_kind_budgets() -> None:

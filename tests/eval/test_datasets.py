@@ -217,3 +217,10 @@ def test_real_scifact() -> None:
     assert (len(ds.documents), len(ds.queries)) == (5183, 300)
     assert sum(len(q.qrels) for q in ds.queries) == 339
     assert all(d.chunks == () for d in ds.documents)
+
+
+def test_default_data_dir_from_dotenv(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # .env.example lists CTXR_DATA_DIR, so a .env file must set it as it sets the others.
+    (tmp_path / ".env").write_text(f"CTXR_DATA_DIR={tmp_path / 'data'}\n")
+    monkeypatch.chdir(tmp_path)
+    assert default_data_dir() == tmp_path / "data"

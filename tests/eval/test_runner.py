@@ -242,3 +242,20 @@ def test_rows_may_name_their_fusion(tmp_path: Path, settings: Settings) -> None:
     for bad in ("dense:none:rrf", "hybrid:none:borda"):
         with pytest.raises(ConfigError, match="MODE\\[:CONTEXT\\[:FUSION\\]\\]"):
             parse_rows(bad)
+
+
+def test_cli_bars_count_each_index_run_from_zero(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Two contexts mean two indexing runs on one set of bars: the second used to add to the
+    # first (`chunks 180/90`, `embeddings 1474/737`); each total must be what is counted.
+    import re
+
+    monkeypatch.setenv("CTXR_CACHE_DIR", str(tmp_path / "cache"))
+    data = _write_beir(tmp_path / "tiny")
+    args = ["beir", "--data", str(data), "--modes", "bm25:none,bm25:outline", "--k", "1"]
+    out = CliRunner().invoke(eval_command, args)
+    assert out.exit_code == 0, out.output
+    bars = re.findall(r"^(split|embeddings)\s.*?(\d+)/(\d+)", out.stderr, re.M)
+    assert {name for name, _, _ in bars} == {"split", "embeddings"}, out.stderr
+    assert all(done == total for _, done, total in bars), out.stderr

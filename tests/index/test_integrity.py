@@ -149,7 +149,7 @@ def test_doctor_repairs_damaged_points_and_the_next_index_restores_them(
     assert redo["documents_indexed"] == len(dropped)
     assert redo["points_total"] == examples_index.report.points_total
     searched = run("search", "backup and restore", "--index", index_dir, "--json", cache=cache)
-    assert searched.exit_code == 0 and json.loads(searched.stdout)
+    assert searched.exit_code == 0 and json.loads(searched.stdout)["hits"]
 
 
 def test_doctor_sets_an_unreadable_shard_aside(examples_index: BuiltIndex, tmp_path: Path) -> None:

@@ -22,13 +22,14 @@ FILTERS = {"source": "examples/lumen/"}
 
 @pytest.fixture(scope="module", name="expected")
 def expected_hits(examples_index: BuiltIndex) -> dict[str, list[dict[str, Any]]]:
+    from ctxr.retrieve.hits import hit_json
     from ctxr.retrieve.service import SearchService
 
     settings = load_settings(index_dir=examples_index.index_dir, cache_dir=examples_index.cache_dir)
     with SearchService(settings) as service:
         return {
-            "plain": [h.to_json() for h in service.search(QUERY, 3)],
-            "filtered": [h.to_json() for h in service.search("cache", 5, filters=FILTERS)],
+            "plain": [hit_json(h) for h in service.search(QUERY, 3)],
+            "filtered": [hit_json(h) for h in service.search("cache", 5, filters=FILTERS)],
         }
 
 

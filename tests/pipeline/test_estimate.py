@@ -107,7 +107,7 @@ def _close(estimated: int | float, actual: int | float, share: float = 0.02) -> 
 
 
 def _estimate(settings: Settings, corpus: Path, model: str, **options: Any) -> ModelEstimate:
-    result = estimate_paths([corpus], settings, models=[model], embedder_name="fake:hash-64",
+    result = estimate_paths([corpus], settings, models=[model], embedder=HashEmbedder(),
                             **options)  # fmt: skip
     return result.models[0]
 
@@ -335,3 +335,28 @@ def test_claude_estimate_counts_with_ctok_when_installed(tmp_path: Path) -> None
     # ctok counts Claude tokens; they run above cl100k on English prose.
     assert ctok_model.usage.prompt_tokens > cl100k_model.usage.prompt_tokens
     assert token_count(text) > count_tokens(text, "cl100k_base")
+
+
+def test_dry_run_without_a_provider_estimates_the_outline_run(tmp_path: Path) -> None:
+    # With no LLM key the dry run printed an empty table: no model, so no column.
+    corpus = _corpus(tmp_path / "corpus")
+    index = tmp_path / "idx"
+    runner = CliRunner()
+    args = ["index", str(corpus), "--index", str(index), "--dry-run"]
+    table = runner.invoke(main, args, env={"COLUMNS": "200"})
+    assert table.exit_code == 0, table.output
+    out = table.stdout
+    assert "documents to do" in out and "outline (no LLM): $0" in out
+    assert "no LLM model is priced" in out and "--model claude-haiku-4-5" in out
+    dry = json.loads(runner.invoke(main, [*args, "--json"]).stdout)
+    plain = dry["run_without_llm"]
+    assert dry["models"] == [] and plain["context"] == "outline" and plain["dollars"]["llm"] == 0
+    assert not index.exists()
+    # The run it describes: the same documents and chunks (the embedder's cap included).
+    done = runner.invoke(main, ["index", str(corpus), "--index", str(index), "--json"])
+    report = json.loads(done.stdout)
+    assert (plain["documents"], plain["chunks"]) == (report["documents_indexed"],
+                                                     report["chunks_written"])  # fmt: skip
+    again = json.loads(runner.invoke(main, [*args, "--json"]).stdout)["run_without_llm"]
+    assert again["documents"] == again["chunks"] == 0
+    assert again["documents_unchanged"] == report["documents_indexed"]

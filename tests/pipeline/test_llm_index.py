@@ -133,7 +133,7 @@ def test_cli_reports_the_llm_run(
         main, ["search", "volcanoes measurement", "--index", str(tmp_path / "idx"), "--json"]
     )
     assert hits.exit_code == 0, hits.output
-    assert json.loads(hits.stdout)[0]["context"].startswith("This chunk is from")
+    assert json.loads(hits.stdout)["hits"][0]["context"].startswith("This chunk is from")
 
 
 def test_context_llm_without_a_provider_says_how_to_configure_one(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from fakes.hash_embedder import HashEmbedder
 from ctxr.config import Settings, load_settings
 from ctxr.index.payload import space_after
 from ctxr.pipeline.build import build_index
-from ctxr.retrieve.expand import EXPAND_FAILED, expand_parents, rebuild
+from ctxr.retrieve.expand import EXPAND_FAILED, EXPAND_UNAVAILABLE, expand_parents, rebuild
 from ctxr.retrieve.service import SearchService
 from ctxr.types import Hit, RetrieverScore
 
@@ -81,14 +81,18 @@ def test_hits_become_their_parent_sections_exactly() -> None:
     assert first.text == TEXT[0:38]
     assert first.heading_path == ("h0",) and first.context == "context c2"  # first chunk's; best's
     assert first.scores == {"dense": RetrieverScore(0.9, 1), "bm25": RetrieverScore(4.0, 1)}
+    assert all(h.expanded and not h.flags for h in expanded.hits)
     assert expanded.spaces == {"c2": space_after(TEXT, 38), "c3": ""}
     assert load.calls == ["d"]  # one document read per search
 
 
-def test_hits_without_a_parent_pass_unchanged() -> None:
+def test_hits_without_a_parent_pass_unchanged_but_say_so() -> None:
+    # An index not built with --chunking parent: the small chunks come back, flagged, where
+    # they came back silently before.
     hits = [_hit(1, "c1"), _hit(2, "c3")]
     expanded = expand_parents(hits, {}, _load(POINTS))
-    assert expanded.hits == hits and expanded.spaces == {}
+    assert expanded.hits == [replace(h, flags=(EXPAND_UNAVAILABLE,)) for h in hits]
+    assert expanded.spaces == {} and not any(h.expanded for h in expanded.hits)
 
 
 def test_what_cannot_be_rebuilt_exactly_falls_back_flagged() -> None:

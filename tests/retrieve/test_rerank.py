@@ -112,7 +112,7 @@ def test_unparseable_answer_returns_the_fused_order_flagged(
     hits = service.search(QUERY, k=5, rerank="llm")
     assert _ids(hits) == _ids(fused)
     assert all(h.flags == (UNPARSEABLE,) for h in hits)
-    assert hits[0].to_json()["flags"] == [UNPARSEABLE] and "flags" not in fused[0].to_json()
+    assert hits[0].flags == (UNPARSEABLE,) and fused[0].flags == ()
 
 
 @pytest.mark.parametrize(
@@ -254,10 +254,12 @@ def test_cli_search_rerank_llm_json(
     plain = CliRunner().invoke(main, [*args, "-k", "10"])
     result = CliRunner().invoke(main, [*args, "--rerank", "llm"])
     assert result.exit_code == 0, result.output
-    fused = [h["chunk_id"] for h in json.loads(plain.output)]
-    hits = json.loads(result.output)
+    fused = [h["chunk_id"] for h in json.loads(plain.stdout)["hits"]]
+    answer = json.loads(result.stdout)
+    hits = answer["hits"]
     assert [h["chunk_id"] for h in hits] == fused[::-1][:3]
-    assert all("rerank" in h["scores"] and "flags" not in h for h in hits)
+    assert all("rerank" in h["scores"] and h["flags"] == [] for h in hits)
+    assert answer["warnings"] == []
 
 
 def test_api_search_with_rerank(examples_index: BuiltIndex, rerank_server: FakeLLMServer) -> None:
@@ -268,11 +270,13 @@ def test_api_search_with_rerank(examples_index: BuiltIndex, rerank_server: FakeL
         slow = client.post("/search", json={"queries": [QUERY], "k": 3, "rerank": "http"})
         plain = client.post("/search", json={"query": QUERY, "k": 3})
     assert good.status_code == 200, good.text
-    assert all("rerank" in h["scores"] and "flags" not in h for h in good.json()["hits"])
+    assert all("rerank" in h["scores"] and h["flags"] == [] for h in good.json()["hits"])
     assert slow.status_code == 200, slow.text
-    [hits] = slow.json()["results"]
+    [answer] = slow.json()["results"]
+    hits = answer["hits"]
     assert [h["chunk_id"] for h in hits] == [h["chunk_id"] for h in plain.json()["hits"]]
     assert all(h["flags"] == ["rerank failed: timeout"] for h in hits)
+    assert answer["warnings"] == ["rerank failed: timeout"]
 
 
 @pytest.mark.parametrize(

@@ -54,6 +54,15 @@ class ContextPlan:
         return OUTLINE_VERSION if self.kind == "outline" else ""
 
 
+class ContextsInterrupted(KeyboardInterrupt):
+    """Ctrl-C while LLM contexts were being written; `ledger` is what was paid for so far
+    (each answer is already in the response cache, so the next run does not pay for it)."""
+
+    def __init__(self, ledger: LedgerSummary) -> None:
+        super().__init__("contexts interrupted")
+        self.ledger = ledger
+
+
 @dataclass(slots=True)
 class ContextRun:
     situated: dict[str, list[ContextualChunk]]
@@ -138,8 +147,12 @@ def situate_all(
         finally:
             await llm.aclose()
 
-    with ResponseCache(cache_dir / "contexts") as cache:
-        results = asyncio.run(run(cache))
+    try:
+        with ResponseCache(cache_dir / "contexts") as cache:
+            results = asyncio.run(run(cache))
+    except KeyboardInterrupt:
+        # Every answer so far is in the response cache; say what was paid for, then stop.
+        raise ContextsInterrupted(ledger.summary()) from None
     situated: dict[str, list[ContextualChunk]] = {}
     incomplete: set[str] = set()
     for document, chunks in pairs:

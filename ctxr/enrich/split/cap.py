@@ -8,7 +8,8 @@ again on its own span with the same recursive seams as the splitters (paragraphs
 sentences; blocks and lines for code; then token windows) and a smaller tiktoken budget,
 until every piece fits. Pieces keep the chunk's heading trail, prefix and parent span; indexes
 and ids are renumbered in document order. A run that cannot be split further (a few tokens)
-and still does not fit is kept and reported.
+and still does not fit is kept and reported, and so is a chunk whose prefix alone exceeds the
+limit (a heading of hundreds of words): every piece would carry it.
 """
 
 from __future__ import annotations
@@ -89,7 +90,9 @@ def _refit(
     result: CapResult,
 ) -> list[Chunk]:
     tokens = chunk.token_count
-    if tokens <= MIN_MAX_TOKENS or limit <= 0:
+    # A prefix (a continued section's heading lines) that alone exceeds the limit is carried
+    # by every piece: splitting the text would only make hundreds of pieces, each still over.
+    if tokens <= MIN_MAX_TOKENS or limit <= 0 or size(replace(chunk, text="")) >= limit:
         result.unsplittable.append(chunk)
         return [chunk]
     # The largest tiktoken budget the estimate allows (the fewest pieces), always below the

@@ -1,0 +1,63 @@
+"""Preparing documents for the writer: split each one, give every chunk its context, count each
+chunk's BM25 terms (the terms themselves are made batch by batch when written, `write.py`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ctxr.config import Settings
+from ctxr.enrich.situate.contexts import ContextPlan, ContextsInterrupted, situate_all
+from ctxr.index import components
+from ctxr.index.bm25.analyzer import Bm25Analyzer
+from ctxr.pipeline.chunk_sizes import ChunkSizes
+from ctxr.pipeline.chunking import Chunker
+from ctxr.pipeline.report import IndexReport
+from ctxr.pipeline.write import Prepared
+from ctxr.progress import Progress
+from ctxr.types import Document
+
+SPLIT_PHASE = "split"  # the progress phase: one step a document
+
+
+def prepare(
+    documents: list[Document],
+    chunker: Chunker,
+    plan: ContextPlan,
+    settings: Settings,
+    analyzer: Bm25Analyzer,
+    report: IndexReport,
+    progress: Progress,
+) -> list[Prepared]:
+    progress.start(SPLIT_PHASE, len(documents))
+    pairs = []
+    sizes = ChunkSizes()
+    with report.timed("split"):
+        for document in documents:
+            chunks = chunker(document)
+            pairs.append((document, chunks))
+            sizes.add(document.kind, chunks)
+            progress.advance(SPLIT_PHASE)
+    report.chunk_sizes = sizes.to_json()
+    index_dir = Path(settings.index_dir)
+    cache_dir = components.cache_dir(settings)
+    with report.timed("contexts"):
+        try:
+            run = situate_all(pairs, settings, plan, index_dir, cache_dir, progress)
+        except ContextsInterrupted as stopped:
+            report.contexts = stopped.ledger  # what was paid for, for the interrupt's summary
+            raise
+    report.contexts = run.ledger
+    prepared: list[Prepared] = []
+    with report.timed("write"):  # BM25 analysis is part of writing, done here for the mean
+        for document, _ in pairs:
+            situated = run.situated[document.doc_id]
+            counts = [len(analyzer.terms(c.indexed_text())) for c in situated]
+            incomplete = document.doc_id in run.incomplete
+            prepared.append(Prepared(document, situated, counts, incomplete))
+    if run.incomplete:
+        why = f" (first error: {run.first_error})" if run.first_error else ""
+        report.notices.append(
+            f"{len(run.incomplete)} documents have chunks whose LLM context failed{why}; "
+            "outline contexts used, the next run asks again for those chunks only"
+        )
+    return prepared

@@ -1,0 +1,168 @@
+"""The one hit schema every face writes: `ctxr search --json` and `--queries`, `POST /search`,
+the MCP `search` tool and the framework adapters (`ctxr.integrations`).
+
+A search answers with a `HitsResult`, versioned by its `schema` field (``ctxr.hits/1``): the
+query, how it was searched (mode, fusion, k, merge, expand), warnings that concern the whole
+answer (a hit flag, said once: `--expand` on an index not built with `--chunking parent`, a
+reranker that failed), and the hits best first. Each hit says where it comes from (source,
+doc_id, heading trail, character offsets, PDF pages), what it says (text, context), why it
+ranks (fused score, each retriever's score and rank) and how it was shaped (`expanded`,
+`flags`). Every key is always present, with an empty list or null when it has nothing to say,
+so a client reads one shape. A change that removes or retypes a key is a new version
+(``ctxr.hits/2``); adding a key is not. The README's "Hit schema" section documents it.
+
+`hits_result` builds the model and `result_json` serialises it: the CLI, the HTTP API and the
+MCP server call these two and nothing else, so the shape cannot drift between them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ctxr.config import FusionMethod, SearchMode
+from ctxr.types import Hit, RetrieverScore
+
+HITS_SCHEMA: Final = "ctxr.hits/1"
+
+class ScoreRecord(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    score: float = Field(description="the retriever's own score (cosine, BM25, reranker's)")
+    rank: int = Field(description="1-based rank in that retriever's list")
+
+
+class HitRecord(BaseModel):
+    """One hit of `ctxr.hits/1`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    rank: int = Field(description="1-based, best first")
+    chunk_id: str
+    doc_id: str = Field(description="the document's id: its source path as indexed")
+    source: str = Field(description="the file, as given to `ctxr index`")
+    heading_path: list[str] = Field(description="section trail, or code symbol path")
+    start: int = Field(description="character offset of `text` in the document's text")
+    end: int = Field(description="end offset: document text[start:end] == text")
+    pages: list[int] = Field(description="1-based PDF pages the text spans; [] for other kinds")
+    text: str = Field(description="the chunk (or passage, or parent section), verbatim")
+    context: str = Field(description="the sentences situating the chunk in its document")
+    score: float = Field(description="the fused (or reranked) score the hits are sorted by")
+    scores: dict[str, ScoreRecord] = Field(
+        description="each retriever's own score and rank for this chunk (dense, bm25, rerank)"
+    )
+    expanded: bool = Field(description="text is the hit's whole parent section (expand)")
+    flags: list[str] = Field(
+        description='why a hit is not as asked, e.g. "rerank failed: timeout"; [] when none'
+    )
+
+
+class HitsResult(BaseModel):
+    """One query's answer: `ctxr.hits/1`."""
+
+    model_config = ConfigDict(extra="forbid", validate_by_name=True, serialize_by_alias=True)
+
+    schema_: Literal["ctxr.hits/1"] = Field(HITS_SCHEMA, alias="schema")
+    id: str | None = Field(description="the query's id from `search --queries`; else null")
+    query: str
+    mode: SearchMode
+    fusion: FusionMethod | None = Field(description="the hybrid fusion used; null otherwise")
+    k: int = Field(description="hits asked for (merging may give fewer)")
+    merge: bool
+    expand: bool = Field(description="parent sections were asked for; see hits' `expanded`")
+    warnings: list[str] = Field(description="each distinct hit flag once, for a person to read")
+    hits: list[HitRecord]
+
+
+class HitsBatch(BaseModel):
+    """Several queries' answers (`POST /search` with "queries"), in the order asked."""
+
+    model_config = ConfigDict(extra="forbid", validate_by_name=True, serialize_by_alias=True)
+
+    schema_: Literal["ctxr.hits/1"] = Field(HITS_SCHEMA, alias="schema")
+    results: list[HitsResult]
+
+
+def hit_record(hit: Hit) -> HitRecord:
+    return HitRecord(
+        rank=hit.rank,
+        chunk_id=hit.chunk_id,
+        doc_id=hit.doc_id,
+        source=hit.source,
+        heading_path=list(hit.heading_path),
+        start=hit.start,
+        end=hit.end,
+        pages=list(hit.pages),
+        text=hit.text,
+        context=hit.context,
+        score=hit.score,
+        scores={n: ScoreRecord(score=s.score, rank=s.rank) for n, s in hit.scores.items()},
+        expanded=hit.expanded,
+        flags=list(hit.flags),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Asked:
+    """How a search was asked for, as its answer reports it."""
+
+    mode: str
+    fusion: str | None  # the hybrid fusion used (the request's, else the configured one)
+    k: int
+    merge: bool = False
+    expand: bool = False
+
+
+def hits_result(
+    query: str, hits: Sequence[Hit], asked: Asked, query_id: str | None = None
+) -> HitsResult:
+    """The answer to one query; `fusion` is kept only for hybrid search, where it applies."""
+    warnings = list(dict.fromkeys(flag for hit in hits for flag in hit.flags))
+    return HitsResult.model_validate(
+        {
+            "id": query_id,
+            "query": query,
+            "mode": asked.mode,
+            "fusion": asked.fusion if asked.mode == "hybrid" else None,
+            "k": asked.k,
+            "merge": asked.merge,
+            "expand": asked.expand,
+            "warnings": warnings,
+            "hits": [hit_record(hit) for hit in hits],
+        }
+    )
+
+
+def result_json(result: HitsResult | HitsBatch) -> dict[str, Any]:
+    """The JSON object of an answer, exactly as every face writes it."""
+    return result.model_dump(mode="json", by_alias=True)
+
+
+def hit_json(hit: Hit) -> dict[str, Any]:
+    """One hit's JSON object (the framework adapters' unit)."""
+    return hit_record(hit).model_dump(mode="json")
+
+
+def hit_from_json(data: Any) -> Hit:
+    """The `Hit` a `ctxr.hits/1` hit object describes (a served search's answer, shown as a
+    local one); raises pydantic's ValidationError for anything else."""
+    record = HitRecord.model_validate(data)
+    return Hit(
+        rank=record.rank,
+        chunk_id=record.chunk_id,
+        doc_id=record.doc_id,
+        source=record.source,
+        start=record.start,
+        end=record.end,
+        heading_path=tuple(record.heading_path),
+        text=record.text,
+        context=record.context,
+        score=record.score,
+        scores={n: RetrieverScore(s.score, s.rank) for n, s in record.scores.items()},
+        flags=tuple(record.flags),
+        pages=tuple(record.pages),
+        expanded=record.expanded,
+    )
