@@ -226,6 +226,11 @@ class OnnxEmbedder:
             options.intra_op_num_threads = self._threads
             options.inter_op_num_threads = 1  # the graph is a chain; parallelism is intra-op
             options.log_severity_level = 3  # errors only: ORT warns about unused initializers
+            # No memory pattern per input shape: batches are padded to their longest text, so a
+            # run meets hundreds of shapes, and the plans kept for them grew with the corpus.
+            # Off: peak RSS 412 MB against 600 for the same 1,280 texts, 1.1% slower
+            # (bench/embed_memory.py, docs/BENCHMARKS.md).
+            options.enable_mem_pattern = False
             try:
                 session = ort.InferenceSession(
                     str(path), sess_options=options, providers=["CPUExecutionProvider"]
