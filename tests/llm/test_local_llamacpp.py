@@ -188,7 +188,7 @@ def _stored(corpus: Path, env: Mapping[str, str]) -> list[dict[str, Any]]:
     done = _ctxr("search", "reactor cooling", "--index", "idx", "--mode", "dense", "-k", "50",
                  "--json", cwd=corpus.parent, env=env)  # fmt: skip
     assert done.returncode == 0, done.stderr
-    hits: list[dict[str, Any]] = json.loads(done.stdout)
+    hits: list[dict[str, Any]] = json.loads(done.stdout)["hits"]  # ctxr.hits/1
     return hits
 
 
@@ -241,8 +241,9 @@ def test_grouped_contexts_under_a_json_schema(llamacpp: str, corpus: Path) -> No
     chunks = report["chunks_written"]
     assert status == 0 and summary["failures"] == 0
     asked_alone = [r for r in ledger["retries"] if r["error"].endswith("asked alone")]
-    # One grouped request per document, plus a request per chunk the answer missed or got wrong.
-    assert summary["requests"] >= 2 + len(asked_alone)
+    # The two small documents share one packed request (CTXR_LLM_PACK_TOKENS), plus a request
+    # per chunk the answer missed or got wrong.
+    assert summary["requests"] >= 1 + len(asked_alone)
     assert len(asked_alone) < chunks  # some contexts came from the grouped answers
     assert summary["input_tokens"] > 0 and summary["output_tokens"] > 0
 
@@ -274,7 +275,7 @@ def test_the_adapter_gets_json_that_follows_the_schema(llamacpp: str) -> None:
         # asked for), but the model never closes the string and stops at the output budget;
         # ctxr then asks each chunk alone (test_grouped_contexts_under_a_json_schema).
         assert re.match(r'\{\s*"c1"\s*:\s*"', text), text
-        assert parse_answers(text, ask.ids) == {}
+        assert set(parse_answers(text, ask.ids)) < set(ask.ids)  # what it finished, if any
     else:
         assert set(parse_answers(text, ask.ids)) == set(ask.ids), text
 
