@@ -158,8 +158,8 @@ def share_usage(usage: Usage, weights: Sequence[int]) -> list[Usage]:
     """`usage` split in proportion to `weights` (largest remainders), so the shares sum to it
     exactly: a pack's bill divided among its documents."""
     fields = [f.name for f in dataclasses.fields(Usage)]
-    total = sum(weights) or len(weights)
-    weights = [w if sum(weights) else 1 for w in weights]
+    weights = list(weights) if sum(weights) > 0 else [1] * len(weights)  # all zero: evenly
+    total = sum(weights)
     shares: list[dict[str, int]] = [{} for _ in weights]
     for name in fields:
         amount = getattr(usage, name)
