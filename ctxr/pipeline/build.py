@@ -165,9 +165,9 @@ def run_index(
         # Ctrl-C: every batch written so far is flushed and in the manifest, every LLM answer
         # in the response cache; the report says so, and the next run resumes from there.
         report.interrupted = True
-        report.seconds = time.perf_counter() - started
         raise IndexInterrupted(report) from None
-    report.seconds = time.perf_counter() - started
+    finally:
+        report.seconds = time.perf_counter() - started
     return report
 
 
@@ -276,4 +276,3 @@ def load_changed(
         else:
             todo.append(document)
     return todo
-

@@ -26,9 +26,9 @@ from typing import Any
 
 from ctxr.config import Settings
 from ctxr.enrich.situate.contexts import ContextPlan
-from ctxr.enrich.situate.group import GROUP_PROMPT_VERSION, ask_for
+from ctxr.enrich.situate.group import ask_for
 from ctxr.enrich.situate.pack import (
-    PACK_PROMPT_VERSION,
+    SHARED_ANSWER_VERSIONS,
     Planned,
     pack_ask,
     pack_prefix,
@@ -299,7 +299,7 @@ def _estimate_model(
 def _answered(cache: ResponseCache | None, llm: Any, prefix: Prefix, chunk: Chunk) -> bool:
     if cache is None:
         return False
-    versions = (PROMPT_VERSION, GROUP_PROMPT_VERSION, PACK_PROMPT_VERSION)  # as the queue does
+    versions = (PROMPT_VERSION, *SHARED_ANSWER_VERSIONS)  # as the queue looks them up
     sha = prefix.document.sha256
     return cache.answer(llm.provider, llm.model, versions, sha, chunk) is not None
 

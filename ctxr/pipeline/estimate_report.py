@@ -268,17 +268,12 @@ def render(estimate: Estimate, console: Console, top: int = 5) -> None:
             dollars = [_money(c.get(doc.source)) for c in costs]
             costly.add_row(doc.source, str(doc.requests), "yes" if doc.cached else "no", *dollars)
         console.print(costly)
-    console.print(
-        f"{estimate.documents} documents from {estimate.files_seen} files "
-        f"({len(estimate.skipped)} skipped, {len(estimate.failed)} failed to load); "
+    _footer(
+        estimate,
+        console,
         f"output: {estimate.output_tokens} tokens per context, {estimate.output_source}; "
         f"embedder {estimate.embedder}; prices read {estimate.prices_read}.",
-        highlight=False,
     )
-    if estimate.skipped:
-        console.print(summarize_skips(s.reason for s in estimate.skipped), highlight=False)
-    for note in estimate.notes:
-        console.print(f"note: {note}", highlight=False)
 
 
 def _render_plain(estimate: Estimate, console: Console) -> None:
@@ -291,10 +286,15 @@ def _render_plain(estimate: Estimate, console: Console) -> None:
         table.add_row("chunks", f"{run.chunks:,}")
         table.add_row("embedding", f"{run.embedding_tokens:,} tok  {_money(run.embedding_dollars)}")
     console.print(table)
+    _footer(estimate, console, f"embedder {estimate.embedder}.")
+
+
+def _footer(estimate: Estimate, console: Console, settings_said: str) -> None:
+    """What every estimate ends with: the documents and files, the skips, the notes."""
     console.print(
         f"{estimate.documents} documents from {estimate.files_seen} files "
         f"({len(estimate.skipped)} skipped, {len(estimate.failed)} failed to load); "
-        f"embedder {estimate.embedder}.",
+        + settings_said,
         highlight=False,
     )
     if estimate.skipped:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -66,9 +66,14 @@ ANSWER_SCHEMA: Final[Mapping[str, Any]] = {
 # people use here (Claude 3.5 Haiku and many OpenAI-compatible servers: 8,192), and under the
 # 10,000 output tokens a minute of Anthropic's first tier, which counts `max_tokens` up front.
 MAX_GROUP_OUTPUT_TOKENS: Final = 8192
-_SLOTS = re.compile(r"\{\{(COUNT|CHUNKS)\}\}")
-_INLINE_SLOTS = re.compile(r"\{\{(COUNT|IDS)\}\}")
 _FENCE = re.compile(r"^```(?:json)?\s*\n(.*)\n```$", re.DOTALL)
+
+
+def fill_slots(body: str, values: Mapping[str, str]) -> str:
+    """`body` with each ``{{NAME}}`` of `values` replaced, in one pass: a chunk that itself
+    contains "{{IDS}}" is inserted verbatim, never substituted again."""
+    names = "|".join(re.escape(name) for name in values)
+    return re.sub(r"\{\{(" + names + r")\}\}", lambda m: values[m.group(1)], body)
 
 
 def named_schema(ids: Sequence[str]) -> dict[str, Any]:
@@ -205,7 +210,7 @@ def _marked(
     # enclosing definitions) in the very text the model reads, and the trails were 5% of the
     # input of a grouped run of the 90 code files.
     values = {"COUNT": str(len(group)), "IDS": ", ".join(ids)}
-    instruction = _INLINE_SLOTS.sub(lambda m: values[m.group(1)], INLINE_TEMPLATE.body)
+    instruction = fill_slots(INLINE_TEMPLATE.body, values)
     # A cached prefix needs one schema for every request that reads it (the providers put it
     # before the document); an uncached one can name exactly the chunks asked about.
     schema = ANSWER_SCHEMA if cache else named_schema(ids)
@@ -237,7 +242,7 @@ def group_request(
         line = f"\nChunk {chunk_id} sits under: {trail}" if trail else ""
         rendered.append(f'<chunk id="{chunk_id}">\n{chunk.text}\n</chunk>{line}')
     values = {"COUNT": str(len(chunks)), "CHUNKS": "\n".join(rendered)}
-    instruction = _SLOTS.sub(lambda m: values[m.group(1)], GROUP_TEMPLATE.body)
+    instruction = fill_slots(GROUP_TEMPLATE.body, values)
     return CompletionRequest(
         instruction=instruction,
         prefix=SITUATE.document_part(document),
@@ -265,7 +270,12 @@ def parse_answers(text: str, ids: Sequence[str]) -> dict[str, str]:
     items = data.get("contexts") if isinstance(data, dict) else data
     if not isinstance(items, list):
         return {}
-    answers: dict[str, str] = {}
+    return _listed(items, wanted, {})
+
+
+def _listed(items: Iterable[object], wanted: set[str], answers: dict[str, str]) -> dict[str, str]:
+    """`answers` with each ``{"id": ..., "context": ...}`` item of `items` asked about and not
+    answered yet added."""
     for item in items:
         if not isinstance(item, dict):
             continue
@@ -287,12 +297,12 @@ def _salvage(body: str, wanted: set[str]) -> dict[str, str]:
     for key, quoted in _NAMED_PAIR.findall(body):
         if key in wanted and key not in answers:
             answers[key] = str(json.loads(quoted)).strip()
+    return _listed(_complete_items(body), wanted, answers)
+
+
+def _complete_items(body: str) -> Iterator[object]:
     for raw in _ITEM.findall(body):
         try:
-            item = json.loads(raw)
+            yield json.loads(raw)
         except ValueError:
             continue
-        key, context = item.get("id"), item.get("context")
-        if isinstance(key, str) and key in wanted and isinstance(context, str):
-            answers.setdefault(key, context.strip())
-    return answers

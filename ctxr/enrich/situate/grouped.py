@@ -30,7 +30,7 @@ from ctxr.enrich.situate.sender import PROMPT_OVERHEAD_TOKENS, Sender
 from ctxr.enrich.situate.validate import Verdict
 from ctxr.enrich.situate.window import Prefix
 from ctxr.errors import ProviderError
-from ctxr.llm.base import CompletionRequest
+from ctxr.llm.base import Completion, CompletionRequest
 from ctxr.llm.ratelimit import Priority
 from ctxr.types import Chunk, Document
 
@@ -87,15 +87,9 @@ class GroupedAsks(abc.ABC):
             prefix.cache,
             self.context_tokens,
         )
-        request = self._ttl(ask.request)
-        if self.plain_json:
-            request = dataclasses.replace(request, json_schema=None)
-        tokens_in = sum(self.count_tokens(c.text) for c in group) + PROMPT_OVERHEAD_TOKENS
         try:
-            completion = await self.sender.send(prefix, request, group[0], priority, tokens_in)
+            completion = await self._send_json(prefix, self._ttl(ask.request), group, priority)
         except Exception as exc:  # any failure: these chunks fall back, the run goes on
-            if self._refused_schema(exc, request):
-                return await self.situate_group(prefix, group, priority)
             return [self._failed(document, c, exc) for c in group]
         self.ledger.record_usage(document.doc_id, completion.usage)
         answers = parse_answers(completion.text, ask.ids)
@@ -134,18 +128,12 @@ class GroupedAsks(abc.ABC):
         """One request for the chunks of several small documents (`pack.py`); usage shared
         among them by size, each chunk checked and, where it fails, asked again alone."""
         ask = pack_ask(members, self.context_tokens)
-        request = ask.request
-        if self.plain_json:
-            request = dataclasses.replace(request, json_schema=None)
         chunks = [c for m in members for c in m.chunks]
-        tokens_in = sum(self.count_tokens(c.text) for c in chunks) + PROMPT_OVERHEAD_TOKENS
         priority: Priority = (1, members[0].prefix.order)
-        sent = pack_prefix(members)
         try:
-            completion = await self.sender.send(sent, request, chunks[0], priority, tokens_in)
+            sent = pack_prefix(members)
+            completion = await self._send_json(sent, ask.request, chunks, priority)
         except Exception as exc:  # any failure: these chunks fall back, the run goes on
-            if self._refused_schema(exc, request):
-                return await self.situate_pack(members)
             for member in members:
                 self.finish_planned(member, [self._failed(member.prefix.document, c, exc)
                                           for c in member.chunks])  # fmt: skip
@@ -165,11 +153,22 @@ class GroupedAsks(abc.ABC):
             for member, ids in zip(members, ask.ids, strict=True):
                 tasks.create_task(settle(member, ids))
 
-    def _refused_schema(self, exc: BaseException, request: CompletionRequest) -> bool:
-        """An OpenAI-compatible server without structured outputs (a 400 to a schema): the
-        prompt itself asks for the JSON, so from now on it is asked for in words only."""
-        refused = isinstance(exc, ProviderError) and exc.status == 400
-        if refused and request.json_schema is not None:
-            self.plain_json = True
-            return True
-        return False
+    async def _send_json(
+        self,
+        prefix: Prefix,
+        request: CompletionRequest,
+        chunks: Sequence[Chunk],
+        priority: Priority,
+    ) -> Completion:
+        """`request` for `chunks` (retries are recorded against the first). An OpenAI-compatible
+        server without structured outputs answers a schema with a 400: the prompt itself asks
+        for the JSON, so the request goes again without it, and so does every later one."""
+        tokens_in = sum(self.count_tokens(c.text) for c in chunks) + PROMPT_OVERHEAD_TOKENS
+        while True:
+            sent = dataclasses.replace(request, json_schema=None) if self.plain_json else request
+            try:
+                return await self.sender.send(prefix, sent, chunks[0], priority, tokens_in)
+            except ProviderError as exc:
+                if exc.status != 400 or sent.json_schema is None:
+                    raise
+                self.plain_json = True

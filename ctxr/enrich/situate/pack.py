@@ -28,9 +28,11 @@ from dataclasses import dataclass
 from typing import Final
 
 from ctxr.enrich.situate.group import (
+    GROUP_PROMPT_VERSION,
     NAMED_OVERHEAD_TOKENS,
     Ask,
     duplicates_of,
+    fill_slots,
     mark_in_place,
     named_schema,
     output_budget,
@@ -47,6 +49,10 @@ PACK_TEMPLATE = load_template("situate_pack")
 # The packed prompt's version: its own file and the per-chunk prompt's (whose document part it
 # sends for every document), so an edit to either re-makes packed contexts.
 PACK_PROMPT_VERSION: Final = f"{SITUATE.version}+{PACK_TEMPLATE.version}"
+# Besides the per-chunk prompt's, the versions a cached context may have been made under:
+# a grouped or a packed answer answers the same question, so the queue and the estimate both
+# look a chunk up under all of them.
+SHARED_ANSWER_VERSIONS: Final = (GROUP_PROMPT_VERSION, PACK_PROMPT_VERSION)
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,11 +140,8 @@ def pack_ask(members: Sequence[Planned], context_tokens: int) -> PackAsk:
         start += len(window.chunks)
     asked = [i for member in ids for i in member]
     values = {"DOCUMENTS": str(len(members)), "COUNT": str(len(asked)), "IDS": ", ".join(asked)}
-    instruction = PACK_TEMPLATE.body
-    for name, value in values.items():
-        instruction = instruction.replace("{{" + name + "}}", value)
     request = CompletionRequest(
-        instruction=instruction,
+        instruction=fill_slots(PACK_TEMPLATE.body, values),
         prefix="\n".join(parts),
         cache=False,
         json_schema=named_schema(asked),

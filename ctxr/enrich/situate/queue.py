@@ -33,12 +33,11 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ctxr.enrich.situate.batch import BatchOptions, BatchSender
-from ctxr.enrich.situate.group import GROUP_PROMPT_VERSION
 from ctxr.enrich.situate.grouped import GroupedAsks
 from ctxr.enrich.situate.ledger import Ledger
 from ctxr.enrich.situate.outline import outline_context
 from ctxr.enrich.situate.pack import (
-    PACK_PROMPT_VERSION,
+    SHARED_ANSWER_VERSIONS,
     Planned,
     plan_packs,
     plan_prefix,
@@ -84,7 +83,7 @@ class _Run(GroupedAsks):
         """A context paid for before, by either prompt: both answer the same question."""
         if self.cache is None:
             return None
-        versions = (self.prompt_version, GROUP_PROMPT_VERSION, PACK_PROMPT_VERSION)
+        versions = (self.prompt_version, *SHARED_ANSWER_VERSIONS)
         llm = self.llm
         hit = self.cache.answer(llm.provider, llm.model, versions, document.sha256, chunk)
         if hit is None:
