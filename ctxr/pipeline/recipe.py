@@ -37,4 +37,6 @@ def document_recipe(settings: Settings, plan: ContextPlan, chunker_name: str) ->
         shape["cap_to_embedder"] = False
     if not settings.split_identifiers:
         shape["split_identifiers"] = False
+    if not settings.language_budgets:
+        shape["language_budgets"] = False
     return hashlib.sha256(json.dumps(shape, sort_keys=True).encode()).hexdigest()[:16]
