@@ -52,10 +52,15 @@ def _floats(text: str) -> list[float]:
 
 
 def build_rankings(
-    work: Path, floor: float, prefix: float, k1: float, b: float
+    work: Path, floor: float, prefix: float, k1: float, b: float, context: str = "outline"
 ) -> dict[str, object]:
-    """Index the set with these constants; each query's dense and BM25 top-50, and spans."""
+    """Index the set with these constants; each query's dense and BM25 top-50, and spans.
+
+    `context` is "outline", "none", or an outline with parts left out (`outline_parts.py`
+    sets `ctxr.enrich.situate.outline.outline_context` for those before calling)."""
     name = f"floor{floor:g}-prefix{prefix:g}-k1{k1:g}-b{b:g}"
+    if context != "outline":
+        name += f"-{context}"
     cached = work / f"{name}.json"
     if cached.exists():
         return dict(json.loads(cached.read_text()))
@@ -64,7 +69,7 @@ def build_rankings(
     settings = base.model_copy(
         update={
             "index_dir": work / name,
-            "context": "outline",
+            "context": "none" if context == "none" else "outline",
             "cache_dir": eval_cache_dir(base),
             "bm25_k1": k1,
             "bm25_b": b,

@@ -1,8 +1,13 @@
 """Structural "outline" contexts: what situates a chunk when no LLM is configured.
 
-The outline names the document (its title and path) and the chunk's heading trail. It costs
-nothing, is deterministic, and already carries the signal that contextual retrieval adds most
-often: which file and which section a passage belongs to.
+The outline names the document (its title and path) and the chunk's heading trail (for code,
+its symbol path). It costs nothing, is deterministic, and already carries the signal that
+contextual retrieval adds most often: which file and which section a passage belongs to.
+
+It does not name a code file's language. Measured on the code set with ctxr's chunks
+(`bench/outline_parts.py`, docs/EVALUATION.md): every chunk saying "python source" scored
+Pass@5/10/20 84.30 / 90.22 / 94.62, the same outline without it 85.14 / 91.77 / 95.33, and all
+five cross-validation folds picked leaving it out. The path's extension says it anyway.
 """
 
 from __future__ import annotations
@@ -10,7 +15,7 @@ from __future__ import annotations
 from ctxr.types import Chunk, ContextKind, ContextualChunk, Document
 
 # Recorded in the manifest as the prompt version, so an index knows how its contexts were made.
-OUTLINE_VERSION = "outline/1"
+OUTLINE_VERSION = "outline/2"  # 2: no "<language> source" part
 
 
 def outline_context(document: Document, chunk: Chunk) -> str:
@@ -23,8 +28,6 @@ def outline_context(document: Document, chunk: Chunk) -> str:
     trail = [h for h in chunk.heading_path if h != title] if chunk.heading_path else []
     if trail:
         parts.append("section: " + " > ".join(trail))
-    if document.language:
-        parts.append(f"{document.language} source")
     return ", ".join(parts) + "."
 
 
