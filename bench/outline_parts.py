@@ -3,8 +3,9 @@
 The outline says ``From <source>, section: <symbol path>.`` (``full``, ctxr's outline since
 session 6); until then it added ``, <language> source`` (``with-language``). Each variant
 below adds or leaves out parts (``none`` leaves the whole context out) and indexes
-anthropic-codebase with the defaults otherwise (floor 1/4, prefix 1/16, BM25 1.2 / 0.75, DBSF at equal weights),
-through `code_cv.build_rankings`, so every variant is scored exactly as the tuning grid is.
+anthropic-codebase with the defaults otherwise (floor 1/4, prefix 1/16, BM25 1.2 / 0.75, DBSF
+at equal weights), through `code_cv.build_rankings`, so every variant is scored exactly as the
+tuning grid is.
 The set's documents have no paths (their sources are ``doc_N``), so "source" is a name that
 says nothing here; the variants that matter are the section trail and the language.
 
