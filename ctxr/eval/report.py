@@ -95,6 +95,10 @@ def _settings_line(row: RowResult) -> str:
         parts.append(f"fusion {s['fusion']}")
     if s.get("analyzer"):
         parts.append(f"k1 {s['bm25_k1']:g} b {s['bm25_b']:g}")
+    if s.get("mode") == "bm25-doc" or (s.get("doc_ranking") not in (None, "off") and
+                                       s.get("doc_bm25_tokens")):  # fmt: skip
+        landing = f", on {s['doc_ranking']}" if s.get("doc_ranking") else ""
+        parts.append(f"doc BM25 <= {s['doc_bm25_tokens']} tokens{landing}")
     return ", ".join(parts)
 
 
