@@ -162,7 +162,7 @@ class Settings(BaseSettings):
         description="hybrid: document BM25 lands on the document's best chunk, its first, or off",
     )
     doc_bm25_weight: float = Field(
-        1.0, gt=0, description="DBSF/RRF weight of the document BM25 ranking (the others 1)"
+        0.5, gt=0, description="DBSF/RRF weight of the document BM25 ranking (the others 1)"
     )
     # DBSF by default: on anthropic-codebase and SciFact it beat RRF k=60 (docs/EVALUATION.md).
     fusion: FusionMethod = Field("dbsf", description="how hybrid search fuses the two rankings")

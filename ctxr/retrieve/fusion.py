@@ -123,7 +123,7 @@ class FusionParams:
     # A retriever left out of the weights counts for nothing, not for 1.
     weights: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_FUSION_WEIGHTS))
     # DBSF's and RRF's weight of the whole-document BM25 ranking (the others count 1).
-    document_weight: float = 1.0
+    document_weight: float = 0.5
 
 
 Rankings = Mapping[str, Sequence[tuple[K, float]]]

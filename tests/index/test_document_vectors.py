@@ -111,12 +111,14 @@ def test_which_documents_carry_a_vector() -> None:
     def count(text: str) -> int:
         return len(text.split())
 
-    assert carries_document_vector("one two three", 3, count)
-    assert not carries_document_vector("one two three four", 3, count)
-    assert not carries_document_vector("one two", 0, count)  # 0 turns them off
-    assert not carries_document_vector("  \n", 10, count)
+    assert carries_document_vector("text", "one two three", 3, count)
+    assert carries_document_vector("markdown", "one two three", 3, count)
+    assert not carries_document_vector("code", "one two three", 3, count)  # prose only
+    assert not carries_document_vector("text", "one two three four", 3, count)
+    assert not carries_document_vector("text", "one two", 0, count)  # 0 turns them off
+    assert not carries_document_vector("text", "  \n", 10, count)
     calls: list[str] = []
-    assert not carries_document_vector("x" * 1000, 10, lambda t: calls.append(t) or 1)
+    assert not carries_document_vector("text", "x" * 1000, 10, lambda t: calls.append(t) or 1)
     assert calls == []  # far too long to be worth tokenising
 
 

@@ -126,8 +126,10 @@ def test_off_chunk_filters_and_old_indexes_search_two_rankings(tmp_path: Path) -
 
 def test_document_weight_scales_its_share_of_the_fused_score(tmp_path: Path) -> None:
     settings = _index(tmp_path)
+    assert settings.doc_bm25_weight == 0.5  # the default, chosen on SciFact's train queries
+    full = settings.model_copy(update={"doc_bm25_weight": 1.0})
     half = settings.model_copy(update={"doc_bm25_weight": 0.5})
-    with SearchService(settings, embedder=HashEmbedder()) as service:
+    with SearchService(full, embedder=HashEmbedder()) as service:
         full = service.search(QUERY, k=1, fusion="rrf")[0]
     with SearchService(half, embedder=HashEmbedder()) as service:
         halved = service.search(QUERY, k=1, fusion="rrf")[0]
