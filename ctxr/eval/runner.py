@@ -306,7 +306,9 @@ def _row_settings(
         "analyzer": components.make_analyzer(settings).name if row.mode != "dense" else None,
         "bm25_k1": settings.bm25_k1,
         "bm25_b": settings.bm25_b,
-        "doc_bm25_tokens": settings.doc_bm25_tokens if row.mode != "dense" else None,
+        # The whole-document BM25 ranking (hybrid's third, or alone in "bm25-doc" rows).
+        "doc_bm25_tokens": settings.doc_bm25_tokens if fusion or row.mode == "bm25-doc" else None,
         "doc_ranking": settings.doc_ranking if fusion else None,
+        "doc_bm25_weight": settings.doc_bm25_weight if fusion else None,
         "doc_rank": "best chunk" if kind == "beir" else None,
     }

@@ -172,3 +172,17 @@ def test_an_index_made_before_document_vectors_keeps_working(tmp_path: Path) -> 
     rebuilt = build_index([corpus], settings, rebuild=True, embedder=HashEmbedder())
     assert not any("whole-document" in n for n in rebuilt.notices)
     assert Manifest.load(tmp_path / "idx").document_vectors
+
+
+def test_changing_the_bound_rewrites_the_documents(tmp_path: Path) -> None:
+    corpus = _corpus(tmp_path)
+    settings = load_settings(index_dir=tmp_path / "idx", cache_dir=tmp_path / "c",
+                             chunk_tokens=64)  # fmt: skip
+    build_index([corpus], settings, embedder=HashEmbedder())
+    short = [e for e in Manifest.load(tmp_path / "idx").documents.values()
+             if e.source.endswith("short.md")]  # fmt: skip
+    assert short[0].document_terms > 0  # the default bound (1,024 tokens)
+    off = settings.model_copy(update={"doc_bm25_tokens": 0})
+    report = build_index([corpus], off, embedder=HashEmbedder())
+    assert report.documents_indexed == 2
+    assert all(e.document_terms == 0 for e in Manifest.load(tmp_path / "idx").documents.values())
