@@ -171,7 +171,7 @@ class Settings(BaseSettings):
     # over each retriever's top `candidates`, with their 0.8 dense / 0.2 BM25 and k = 0.
     fusion_weights: Annotated[dict[str, float], NoDecode] = Field(
         default_factory=lambda: dict(DEFAULT_FUSION_WEIGHTS),
-        description="weighted fusion: RETRIEVER=WEIGHT,... (dense, bm25)",
+        description="weighted fusion: RETRIEVER=WEIGHT,... (dense, bm25, bm25_doc)",
     )
     weighted_k: int = Field(0, ge=0, description="weighted rank fusion constant")
     candidates: int = Field(50, ge=1, le=10_000, description="top-N per retriever before fusion")

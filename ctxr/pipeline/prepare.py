@@ -23,9 +23,10 @@ SPLIT_PHASE = "split"  # the progress phase: one step a document
 
 def document_terms(document: Document, settings: Settings, analyzer: Bm25Analyzer) -> int:
     """BM25 terms of the whole document if it gets a document vector, else 0."""
-    if not carries_document_vector(
-        document.kind, document.text, settings.doc_bm25_tokens, lambda t: count_tokens(t, settings.encoding)
-    ):
+    def count(text: str) -> int:
+        return count_tokens(text, settings.encoding)
+
+    if not carries_document_vector(document.kind, document.text, settings.doc_bm25_tokens, count):
         return 0
     return len(analyzer.terms(document.text))
 

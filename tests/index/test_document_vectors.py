@@ -17,8 +17,15 @@ from fakes.hash_embedder import HashEmbedder
 from qdrant_client import QdrantClient
 
 from ctxr.config import load_settings
+from ctxr.index import integrity
 from ctxr.index.bm25.documents import carries_document_vector
-from ctxr.index.bm25.weights import Bm25Params, document_vector, query_vector, tf_weight
+from ctxr.index.bm25.weights import (
+    Bm25Params,
+    SparseTerms,
+    document_vector,
+    query_vector,
+    tf_weight,
+)
 from ctxr.index.filters import is_document_level, parse_filters
 from ctxr.index.manifest import MANIFEST_NAME, Manifest
 from ctxr.index.store.base import Store, StoredPoint
@@ -186,3 +193,23 @@ def test_changing_the_bound_rewrites_the_documents(tmp_path: Path) -> None:
     report = build_index([corpus], off, embedder=HashEmbedder())
     assert report.documents_indexed == 2
     assert all(e.document_terms == 0 for e in Manifest.load(tmp_path / "idx").documents.values())
+
+
+def test_a_damaged_document_vector_is_found_by_the_integrity_check(tmp_path: Path) -> None:
+    corpus = _corpus(tmp_path)
+    settings = load_settings(index_dir=tmp_path / "idx", cache_dir=tmp_path / "c",
+                             chunk_tokens=64)  # fmt: skip
+    build_index([corpus], settings, embedder=HashEmbedder())
+    manifest = Manifest.load(tmp_path / "idx")
+    store = EdgeStore.open(tmp_path / "idx" / "qdrant")
+    try:
+        assert integrity.verify(store, manifest).sound
+        carrier = next(p for page in store.scan() for p in page if p.document is not None)
+        assert carrier.document is not None
+        bad = SparseTerms(carrier.document.indices, [-1.0] * len(carrier.document.indices))
+        store.upsert([StoredPoint(carrier.point_id, carrier.dense, carrier.sparse,
+                                  carrier.payload, document=bad)])  # fmt: skip
+        found = integrity.verify(store, manifest)
+    finally:
+        store.close()
+    assert not found.sound and "BM25 weight" in found.summary()
