@@ -61,6 +61,11 @@ class Settings(BaseSettings):
     cap_to_embedder: bool = Field(
         True, description="split chunks the embedder would truncate (off: budget alone)"
     )
+    # A prose document's budget is scaled by its language's token inflation against English
+    # (ctxr.enrich.split.inflation), so a Japanese chunk holds what an English one does.
+    language_budgets: bool = Field(
+        True, description="scale prose chunk budgets by the document language's token inflation"
+    )
     # Chunking options (ctxr.enrich.split.semantic / .parent); part of each document's recipe.
     chunking: Chunking = Field(
         "structure", description="structure, semantic (topic breakpoints) or parent (parent-child)"

@@ -100,3 +100,17 @@ def test_a_bad_flag_value_is_named_by_its_flag() -> None:
     result = run(EXAMPLE, "--max-tokens", "12")
     assert result.exit_code == 2
     assert "--max-tokens 12" in result.output and "CTXR_CHUNK_TOKENS" not in result.output
+
+
+def test_json_says_the_language_and_the_budget_it_chose(tmp_path: Path) -> None:
+    texts = json.loads((ROOT / "tests/data/languages/udhr_1_3.json").read_text("utf-8"))["texts"]
+    japanese = tmp_path / "udhr_ja.txt"
+    japanese.write_text("\n\n".join(texts["ja"] * 6), encoding="utf-8")
+    data = json.loads(run(japanese, "--json").output)
+    assert (data["natural_language"], data["token_inflation"]) == ("ja", 2.27)
+    # 200 x 2.27 = 454, stopped where MiniLM's 256 word pieces (less 48 for the context) end.
+    assert data["plain_max_tokens"] == 200 and 200 < data["max_tokens"] < 454
+    assert all(c["tokens"] <= data["max_tokens"] for c in data["chunks"])
+    english = json.loads(run(EXAMPLE, "--json").output)
+    assert (english["natural_language"], english["token_inflation"]) == ("en", 1.0)
+    assert english["max_tokens"] == english["plain_max_tokens"] == 200

@@ -16,6 +16,7 @@ from rich.table import Table
 from ctxr.types import Chunk, Document, Hit
 
 if TYPE_CHECKING:
+    from ctxr.enrich.split.inflation import LanguageBudget
     from ctxr.pipeline.estimate_report import Estimate
     from ctxr.pipeline.report import IndexReport
 
@@ -160,14 +161,25 @@ def print_warnings(warnings: list[str]) -> None:
         err_console.print(f"[yellow]warning:[/] {warning}", highlight=False)
 
 
-def split_json(doc: Document, chunks: list[Chunk], budget: int) -> dict[str, Any]:
+def split_json(
+    doc: Document, chunks: list[Chunk], budget: int, language: LanguageBudget | None = None
+) -> dict[str, Any]:
+    """One file's chunks. `language` is the prose budget's detected language: then
+    `max_tokens` is the budget scaled by its `token_inflation` and `plain_max_tokens` the
+    kind's budget before scaling (`language` itself is a code file's programming language)."""
+    from ctxr.enrich.split.inflation import plain_budget
+
+    scaled = language or plain_budget(budget)
     return {
         "source": doc.source,
         "kind": doc.kind,
         "title": doc.title,
         "language": doc.language,
+        "natural_language": scaled.language,
+        "token_inflation": scaled.inflation,
         "chars": len(doc.text),
-        "max_tokens": budget,
+        "max_tokens": scaled.max_tokens,
+        "plain_max_tokens": budget,
         "chunks": [
             {
                 "index": c.index,
@@ -197,7 +209,9 @@ def size_line(sizes: dict[str, object]) -> str:
     )
 
 
-def print_split(doc: Document, chunks: list[Chunk], budget: int) -> None:
+def print_split(
+    doc: Document, chunks: list[Chunk], budget: int, language: LanguageBudget | None = None
+) -> None:
     from rich.text import Text
 
     def snippet(text: str, width: int) -> Text:  # Text: "[12:01]" must not be read as markup
@@ -205,6 +219,10 @@ def print_split(doc: Document, chunks: list[Chunk], budget: int) -> None:
         return Text(flat if len(flat) <= width else flat[: width - 1] + "…")
 
     title = f"{doc.source} ({doc.kind}): {len(chunks)} chunks, budget {budget} tokens"
+    if language is not None and language.inflation != 1.0:
+        title += f" x {language.inflation:g} for {language.language} = {language.max_tokens}"
+    elif language is not None and language.language is not None:
+        title += f" ({language.language})"
     table = Table(title=Text(title), title_justify="left")
     for name in ("#", "start-end", "tokens", "trail", "pages", "prefix", "snippet"):
         table.add_column(name, overflow="fold")

@@ -30,11 +30,12 @@ def split_command(files: tuple[Path, ...], max_tokens: int | None, as_json: bool
     from ctxr.enrich.load.documents import load_document
     from ctxr.index import components
     from ctxr.pipeline.chunk_sizes import ChunkSizes
-    from ctxr.pipeline.chunking import default_chunker
+    from ctxr.pipeline.chunking import chunk_budget, default_chunker
 
     settings = load_settings(flags=flags_for(chunk_tokens="--max-tokens"), chunk_tokens=max_tokens)
     # The embedder's input is a hard cap, as in `ctxr index` (its tokenizer only is loaded).
-    chunker = default_chunker(settings, components.make_embedder(settings))
+    embedder = components.make_embedder(settings)
+    chunker = default_chunker(settings, embedder)
     sizes = ChunkSizes()
     outputs: list[dict[str, Any]] = []
     for file in files:
@@ -42,10 +43,12 @@ def split_command(files: tuple[Path, ...], max_tokens: int | None, as_json: bool
         chunks = chunker(doc)
         sizes.add(doc.kind, chunks)
         budget = settings.chunk_tokens_for(doc.kind)
+        # Detected again (a few windows, about a millisecond each) to say what was used.
+        language = chunk_budget(settings, doc, embedder)
         if as_json:
-            outputs.append(render.split_json(doc, chunks, budget))
+            outputs.append(render.split_json(doc, chunks, budget, language))
         else:
-            render.print_split(doc, chunks, budget)
+            render.print_split(doc, chunks, budget, language)
     if not as_json:
         for kind, summary in sizes.to_json().items():
             click.echo(f"{kind} chunk tokens: {render.size_line(summary)}")

@@ -199,6 +199,10 @@ def _locked_run(
         own = chunker or default_chunker(settings, embedder)
         prepared = prepare(todo, own, plan, settings, analyzer, report, progress)
         write(prepared, manifest, store, embedder, analyzer, settings, recipe, report, progress)
+        if own_embedder:
+            # Every chunk is embedded: free the model before the HNSW build and the read-back
+            # check, or the run's peak memory is the model plus the new segment's pages.
+            _close(embedder)
         if report.chunks_truncated:
             report.notices.append(
                 truncation_notice(report, embedder.max_tokens, chunker is not None, settings)
@@ -213,9 +217,14 @@ def _locked_run(
     finally:
         if opened is None:
             store.close()
-        close = getattr(embedder, "close", None)
-        if own_embedder and callable(close):
-            close()
+        if own_embedder:
+            _close(embedder)
+
+
+def _close(embedder: Embedder) -> None:
+    close = getattr(embedder, "close", None)
+    if callable(close):
+        close()  # idempotent: the run's end closes again after an early close
 
 
 def _optimize(store: Store, settings: Settings, report: IndexReport, progress: Progress) -> None:

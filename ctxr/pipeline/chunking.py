@@ -1,5 +1,6 @@
 """The chunker a run uses: ctxr's splitter with the run's settings (`CTXR_CHUNKING`, per-kind
-budgets, the embedder's input as a hard cap). The indexer and the estimate both chunk with it."""
+budgets scaled by a prose document's language, the embedder's input as a hard cap). The
+indexer and the estimate both chunk with it."""
 
 from __future__ import annotations
 
@@ -9,6 +10,13 @@ from collections.abc import Callable, Sequence
 from ctxr.config import Settings
 from ctxr.enrich.split import split_document
 from ctxr.enrich.split.cap import cap_chunks, embedded_size
+from ctxr.enrich.split.inflation import (
+    SCALED_KINDS,
+    LanguageBudget,
+    fit_to_input,
+    language_budget,
+    plain_budget,
+)
 from ctxr.enrich.split.parent import split_parent_child
 from ctxr.enrich.split.semantic import split_semantic
 from ctxr.index import components
@@ -17,23 +25,42 @@ from ctxr.index.embed.identifiers import split_counter, splits
 from ctxr.types import Chunk, Document
 
 
+def document_budget(settings: Settings, doc: Document) -> LanguageBudget:
+    """The chunk budget of `doc`: its kind's (`CTXR_CHUNK_TOKENS_BY_KIND`, else
+    `CTXR_CHUNK_TOKENS`), scaled for a prose document by its language's token inflation
+    unless `CTXR_LANGUAGE_BUDGETS` is off (`ctxr.enrich.split.inflation`)."""
+    budget = settings.chunk_tokens_for(doc.kind)
+    if not settings.language_budgets or doc.kind not in SCALED_KINDS:
+        return plain_budget(budget)
+    return language_budget(doc.text, budget, settings.encoding)
+
+
+def chunk_budget(
+    settings: Settings, doc: Document, embedder: Embedder | None = None
+) -> LanguageBudget:
+    """`document_budget`, stopped where the embedder's input does when it is a hard cap
+    (`fit_to_input`): what the chunker sizes `doc` with, and what `ctxr split` reports."""
+    budget = document_budget(settings, doc)
+    if embedder is None or not settings.cap_to_embedder:
+        return budget
+    count = split_counter(embedder.count_tokens, splits(doc.kind, settings.split_identifiers))
+    limit = embedder.max_tokens - settings.context_reserve_tokens
+    return fit_to_input(budget, doc.text, count, limit, settings.encoding)
+
+
 def default_chunker(settings: Settings, embedder: Embedder | None = None) -> Chunker:
     """ctxr's splitter with the run's settings: what `build_index` chunks files with.
 
     `CTXR_CHUNKING` picks structure (default), parent-child or semantic splitting; semantic
     splitting embeds sentences with `embedder` (made from the settings when none is given).
-    Each document gets its kind's budget (`CTXR_CHUNK_TOKENS_BY_KIND`, else `CTXR_CHUNK_TOKENS`).
+    Each document gets its budget from `document_budget` (kind, then language); an explicit
+    overlap and the parent budget are scaled with it, so they keep their share.
     When `embedder` counts its own tokens, its input is a hard cap: chunks it would truncate,
     with `CTXR_CONTEXT_RESERVE_TOKENS` kept for the context, are split further (`cap_chunks`).
     """
-    split: Callable[..., list[Chunk]]
+    split_with: Callable[..., list[Chunk]]
     if settings.chunking == "parent":
-        split = functools.partial(
-            split_parent_child,
-            parent_tokens=settings.parent_tokens,
-            overlap_tokens=settings.chunk_overlap,
-            encoding=settings.encoding,
-        )
+        split_with = functools.partial(split_parent_child, encoding=settings.encoding)
     elif settings.chunking == "semantic":
         made: list[Embedder] = [embedder] if embedder is not None else []
 
@@ -42,34 +69,40 @@ def default_chunker(settings: Settings, embedder: Embedder | None = None) -> Chu
                 made.append(components.make_embedder(settings))
             return made[0].embed(texts)
 
-        split = functools.partial(
+        split_with = functools.partial(
             split_semantic,
             embed=embed,
             percentile=settings.semantic_percentile,
-            overlap_tokens=settings.chunk_overlap,
             encoding=settings.encoding,
         )
     else:
-        split = functools.partial(
-            split_document, overlap_tokens=settings.chunk_overlap, encoding=settings.encoding
-        )
+        split_with = functools.partial(split_document, encoding=settings.encoding)
+
+    def split(
+        doc: Document, budget: LanguageBudget | None = None, **extra: Callable[[str], bool]
+    ) -> list[Chunk]:
+        budget = budget or document_budget(settings, doc)
+        overlap = settings.chunk_overlap
+        if overlap is not None:
+            overlap = min(budget.scale(overlap), budget.max_tokens // 2)
+        options: dict[str, object] = {"max_tokens": budget.max_tokens, "overlap_tokens": overlap}
+        if settings.chunking == "parent":
+            options["parent_tokens"] = max(budget.scale(settings.parent_tokens), budget.max_tokens)
+        return split_with(doc, **options, **extra)
+
     if embedder is None or not settings.cap_to_embedder:
-
-        def chunker(doc: Document) -> list[Chunk]:
-            return split(doc, max_tokens=settings.chunk_tokens_for(doc.kind))
-
-        return chunker
+        return split
     limit = embedder.max_tokens - settings.context_reserve_tokens
     structure = settings.chunking == "structure"
 
     def capped(doc: Document) -> list[Chunk]:
         # Counted on the text the embedder will read (identifiers split, for code).
         count = split_counter(embedder.count_tokens, splits(doc.kind, settings.split_identifiers))
-        budget = settings.chunk_tokens_for(doc.kind)
+        budget = chunk_budget(settings, doc, embedder)
         if structure:  # the code splitter sizes its chunks to the embedder itself
-            chunks = split(doc, max_tokens=budget, fits=lambda text: count(text) <= limit)
+            chunks = split(doc, budget, fits=lambda text: count(text) <= limit)
         else:
-            chunks = split(doc, max_tokens=budget)
+            chunks = split(doc, budget)
         return cap_chunks(
             doc, chunks, embedded_size(count), limit, encoding=settings.encoding
         ).chunks

@@ -37,6 +37,8 @@ def document_recipe(settings: Settings, plan: ContextPlan, chunker_name: str) ->
         shape["cap_to_embedder"] = False
     if not settings.split_identifiers:
         shape["split_identifiers"] = False
+    if not settings.language_budgets:
+        shape["language_budgets"] = False
     # Which documents carry a whole-document BM25 vector (`ctxr.index.bm25.documents`).
     if settings.doc_bm25_tokens != Settings.model_fields["doc_bm25_tokens"].default:
         shape["doc_bm25_tokens"] = settings.doc_bm25_tokens

@@ -165,3 +165,17 @@ def test_construction_and_import_are_lazy() -> None:
     )
     root = Path(__file__).resolve().parents[2]
     subprocess.run([sys.executable, "-c", code], check=True, cwd=root)
+
+
+def test_close_frees_the_model_and_a_later_embed_reloads_it() -> None:
+    # A corpus run closes its embedder before the HNSW build; a caller that embeds again
+    # (the API's next `index()` call) must get the same vectors from a reloaded model.
+    own = OnnxEmbedder()
+    texts = ["restore a backup from the snapshot", "def parse(x): return x"]
+    before = own.embed(texts)
+    own.close()
+    assert own._session is None
+    own.close()  # idempotent: the run's end closes again
+    after = own.embed(texts)
+    assert own._session is not None
+    np.testing.assert_array_equal(before, after)
