@@ -22,7 +22,9 @@ FusionMethod = Literal["dbsf", "rrf", "weighted"]
 Chunking = Literal["structure", "semantic", "parent"]
 RerankerName = Literal["llm", "http", "cross-encoder"]
 RerankChoice = Literal[RerankerName, "none"]  # what a request may name; "none" turns it off
-Retriever = Literal["dense", "bm25"]
+Retriever = Literal["dense", "bm25", "bm25_doc"]
+# Where hybrid search puts the whole-document BM25 ranking (`ctxr.retrieve.documents`).
+DocRanking = Literal["best", "carrier", "off"]
 
 # The one list of each choice: the CLI's click.Choice, the API's models and the search service
 # all read these, so a new mode or fusion is added in one place.
@@ -155,6 +157,18 @@ class Settings(BaseSettings):
     embedding_tokens_per_minute: float | None = Field(None, gt=0)
     bm25_k1: float = Field(1.2, gt=0)
     bm25_b: float = Field(0.75, ge=0, le=1)
+    # A short document's whole text also gets one BM25 vector, on its first chunk
+    # (`ctxr.index.bm25.documents`); hybrid search fuses that document ranking as a third.
+    doc_bm25_tokens: int = Field(
+        1024, ge=0, description="documents up to this many tokens get a whole-document BM25; 0 off"
+    )
+    doc_ranking: DocRanking = Field(
+        "best",
+        description="hybrid: document BM25 lands on the document's best chunk, its first, or off",
+    )
+    doc_bm25_weight: float = Field(
+        0.5, gt=0, description="DBSF/RRF weight of the document BM25 ranking (the others 1)"
+    )
     # DBSF by default: on anthropic-codebase and SciFact it beat RRF k=60 (docs/EVALUATION.md).
     fusion: FusionMethod = Field("dbsf", description="how hybrid search fuses the two rankings")
     rrf_k: int = Field(60, ge=0, description="reciprocal rank fusion constant")
@@ -162,7 +176,7 @@ class Settings(BaseSettings):
     # over each retriever's top `candidates`, with their 0.8 dense / 0.2 BM25 and k = 0.
     fusion_weights: Annotated[dict[str, float], NoDecode] = Field(
         default_factory=lambda: dict(DEFAULT_FUSION_WEIGHTS),
-        description="weighted fusion: RETRIEVER=WEIGHT,... (dense, bm25)",
+        description="weighted fusion: RETRIEVER=WEIGHT,... (dense, bm25, bm25_doc)",
     )
     weighted_k: int = Field(0, ge=0, description="weighted rank fusion constant")
     candidates: int = Field(50, ge=1, le=10_000, description="top-N per retriever before fusion")

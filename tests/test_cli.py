@@ -92,7 +92,7 @@ def test_search_json_hit_fields(examples_index: BuiltIndex) -> None:
     for rank, hit in enumerate(hits, start=1):
         assert set(hit) == HIT_FIELDS
         assert hit["rank"] == rank
-        assert set(hit["scores"]) <= {"dense", "bm25"}
+        assert set(hit["scores"]) <= {"dense", "bm25", "bm25_doc"}
         for per in hit["scores"].values():
             assert set(per) == {"score", "rank"} and per["rank"] >= 1
         assert hit["doc_id"] == hit["source"]
@@ -100,7 +100,7 @@ def test_search_json_hit_fields(examples_index: BuiltIndex) -> None:
         assert isinstance(hit["heading_path"], list) and hit["context"].startswith("From ")
     top = hits[0]
     assert top["source"] == "examples/docs/configuration.md"
-    assert set(top["scores"]) == {"dense", "bm25"}
+    assert set(top["scores"]) == {"dense", "bm25", "bm25_doc"}  # short prose: three rankings
     text = (ROOT / top["source"]).read_bytes().decode("utf-8-sig")
     assert text[top["start"] : top["end"]] == top["text"]
 

@@ -59,7 +59,7 @@ def resolve_dataset(dataset: str, data: Path | None) -> tuple[DatasetKind, Path]
     "--modes",
     default=",".join(DEFAULT_ROWS),
     show_default=True,
-    help="ablation rows, MODE[:CONTEXT[:FUSION]]; MODE dense|bm25|hybrid|rerank, "
+    help="ablation rows, MODE[:CONTEXT[:FUSION]]; MODE dense|bm25|bm25-doc|hybrid|rerank, "
     "CONTEXT none|outline, FUSION dbsf|rrf",
 )
 @click.option("--k", "ks", default=None, help="k values [5,10,20; BEIR: 10,100]")

@@ -95,6 +95,11 @@ def _settings_line(row: RowResult) -> str:
         parts.append(f"fusion {s['fusion']}")
     if s.get("analyzer"):
         parts.append(f"k1 {s['bm25_k1']:g} b {s['bm25_b']:g}")
+    if s.get("mode") == "bm25-doc" or (s.get("doc_ranking") not in (None, "off") and
+                                       s.get("doc_bm25_tokens")):  # fmt: skip
+        landing = (f", weight {s['doc_bm25_weight']:g} on {s['doc_ranking']} chunk"
+                   if s.get("doc_ranking") else "")  # fmt: skip
+        parts.append(f"doc BM25 <= {s['doc_bm25_tokens']} tokens{landing}")
     return ", ".join(parts)
 
 

@@ -24,7 +24,8 @@ DEFAULT_ROWS: tuple[str, ...] = (
 )  # fmt: skip
 
 
-ROW_MODES = ("dense", "bm25", "hybrid", "rerank")
+# "bm25-doc": whole-document BM25 alone (short documents only, `ctxr.index.bm25.documents`).
+ROW_MODES = ("dense", "bm25", "bm25-doc", "hybrid", "rerank")
 
 
 CONTEXTS = ("none", "outline")

@@ -246,6 +246,7 @@ def run_eval(
         for context in sorted({r.context for r in rows if r.mode != "rerank"}):
             size = f"{base.chunk_tokens}" if chunks == "ours" else ""
             name = f"{dataset.name}-{chunks}{size}-{context}-bm25-{base.bm25_k1:g}-{base.bm25_b:g}"
+            name += f"-doc{base.doc_bm25_tokens}" if base.doc_bm25_tokens else ""
             settings_c = base.model_copy(
                 update={"index_dir": root / name, "context": context, "cache_dir": cache}
             )
@@ -305,5 +306,9 @@ def _row_settings(
         "analyzer": components.make_analyzer(settings).name if row.mode != "dense" else None,
         "bm25_k1": settings.bm25_k1,
         "bm25_b": settings.bm25_b,
+        # The whole-document BM25 ranking (hybrid's third, or alone in "bm25-doc" rows).
+        "doc_bm25_tokens": settings.doc_bm25_tokens if fusion or row.mode == "bm25-doc" else None,
+        "doc_ranking": settings.doc_ranking if fusion else None,
+        "doc_bm25_weight": settings.doc_bm25_weight if fusion else None,
         "doc_rank": "best chunk" if kind == "beir" else None,
     }

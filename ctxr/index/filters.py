@@ -238,6 +238,28 @@ def _one_source(pattern: str) -> Condition:
     return AllOf((Match("source_dirs" if recursive else "source_dir", (base,)), suffix))
 
 
+# Fields every chunk of a document shares: a filter on them means the same for a document's
+# carrier point (its whole-document BM25, `ctxr.retrieve.documents`) as for its chunks.
+_DOCUMENT_FIELDS = frozenset(
+    {"doc_id", "source", "source_dirs", "source_dir", "source_ext", "title", "kind", "language",
+     "doc_sha256"}
+)  # fmt: skip
+
+
+def is_document_level(spec: PayloadFilter | None) -> bool:
+    """Whether `spec` names only document fields (and `meta.*`), so a document passes it or
+    fails it as a whole; a filter on chunk fields (heading_path, offsets) is not."""
+
+    def keys(c: Condition) -> list[str]:
+        if isinstance(c, AllOf | AnyOf):
+            return [k for x in c.conditions for k in keys(x)]
+        return [c.key]
+
+    if spec is None:
+        return True
+    return all(k in _DOCUMENT_FIELDS or k.startswith(META_PREFIX) for k in keys(spec))
+
+
 def match_values(c: Match) -> list[str] | list[int]:
     # `_field` checked that one field's values share a type.
     if all(isinstance(v, str) for v in c.values):

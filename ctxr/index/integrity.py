@@ -153,7 +153,8 @@ def _check_point(
         _damaged(found, doc_id, f"point {point.point_id} of {doc_id} has a dense vector of "
                  f"squared length {norm:.3g}, not 1")  # fmt: skip
         return False
-    if not all(math.isfinite(v) and v > 0 for v in point.sparse.values):
+    document = point.document.values if point.document is not None else []
+    if not all(math.isfinite(v) and v > 0 for v in [*point.sparse.values, *document]):
         _damaged(found, doc_id, f"point {point.point_id} of {doc_id} has a BM25 weight that "
                  "is not a positive number")  # fmt: skip
         return False

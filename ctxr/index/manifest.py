@@ -50,6 +50,9 @@ class DocumentEntry:
     # Embedded with its identifiers split (`ctxr.index.embed.identifiers`): queries of an
     # index holding such a document are split too. Absent in manifests written before it.
     split_identifiers: bool = False
+    # BM25 terms of the whole document when its first chunk carries a document vector
+    # (`ctxr.index.bm25.documents`); 0 when it carries none, and in older manifests.
+    document_terms: int = 0
 
 
 @dataclass(slots=True)
@@ -58,6 +61,9 @@ class Manifest:
     documents: dict[str, DocumentEntry] = field(default_factory=dict)
     created_at: str = field(default_factory=lambda: _now())
     updated_at: str = field(default_factory=lambda: _now())
+    # The store was made with the whole-document BM25 vector. Indexes made before it lack
+    # it: they are read as before (two rankings), and `--rebuild` gives them the third.
+    document_vectors: bool = False
 
     @property
     def chunk_count(self) -> int:
@@ -68,6 +74,12 @@ class Manifest:
         """Mean BM25 length of the indexed chunks, which BM25's length normalisation needs."""
         chunks = self.chunk_count
         return sum(d.terms for d in self.documents.values()) / chunks if chunks else 0.0
+
+    @property
+    def average_document_terms(self) -> float:
+        """Mean BM25 length of the documents that carry a whole-document vector."""
+        lengths = [d.document_terms for d in self.documents.values() if d.document_terms]
+        return sum(lengths) / len(lengths) if lengths else 0.0
 
     def is_current(self, doc_id: str, sha256: str, recipe: str) -> bool:
         """Whether a document is indexed with this content and this recipe (nothing to do)."""
@@ -90,6 +102,7 @@ class Manifest:
             "settings": asdict(self.settings),
             "created_at": self.created_at,
             "updated_at": self.updated_at,
+            "document_vectors": self.document_vectors,
             "documents": {doc_id: asdict(entry) for doc_id, entry in self.documents.items()},
         }
         path = index_dir / MANIFEST_NAME
@@ -119,6 +132,7 @@ class Manifest:
                 documents={k: DocumentEntry(**v) for k, v in body["documents"].items()},
                 created_at=body["created_at"],
                 updated_at=body["updated_at"],
+                document_vectors=bool(body.get("document_vectors", False)),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise IndexError_(

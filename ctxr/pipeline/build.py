@@ -63,7 +63,7 @@ def open_or_create(
     # manifest. Nothing in an orphan is recorded as indexed, so it is recreated, not trusted.
     shutil.rmtree(shard, ignore_errors=True)
     store = store_factory.create_store(settings, index_dir, embedder.dim)
-    manifest = Manifest(settings=wanted)
+    manifest = Manifest(settings=wanted, document_vectors=True)  # the store has `bm25_doc`
     manifest.save(index_dir)
     return manifest, store
 

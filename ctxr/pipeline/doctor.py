@@ -121,7 +121,7 @@ def _replace_shard(
         report.moved_aside = str(aside)
     report.dropped_sources.extend(e.source for e in manifest.documents.values())
     store_factory.create_store(settings, index_dir, manifest.settings.dim).close()
-    Manifest(settings=manifest.settings).save(index_dir)
+    Manifest(settings=manifest.settings, document_vectors=True).save(index_dir)
     report.repaired.append(
         f"moved the unreadable shard aside to {aside.name} and started an empty one"
     )

@@ -9,14 +9,26 @@ from ctxr.config import Settings
 from ctxr.enrich.situate.contexts import ContextPlan, ContextsInterrupted, situate_all
 from ctxr.index import components
 from ctxr.index.bm25.analyzer import Bm25Analyzer
+from ctxr.index.bm25.documents import carries_document_vector
 from ctxr.pipeline.chunk_sizes import ChunkSizes
 from ctxr.pipeline.chunking import Chunker
 from ctxr.pipeline.report import IndexReport
 from ctxr.pipeline.write import Prepared
 from ctxr.progress import Progress
+from ctxr.tokens import count_tokens
 from ctxr.types import Document
 
 SPLIT_PHASE = "split"  # the progress phase: one step a document
+
+
+def document_terms(document: Document, settings: Settings, analyzer: Bm25Analyzer) -> int:
+    """BM25 terms of the whole document if it gets a document vector, else 0."""
+    def count(text: str) -> int:
+        return count_tokens(text, settings.encoding)
+
+    if not carries_document_vector(document.kind, document.text, settings.doc_bm25_tokens, count):
+        return 0
+    return len(analyzer.terms(document.text))
 
 
 def prepare(
@@ -53,7 +65,8 @@ def prepare(
             situated = run.situated[document.doc_id]
             counts = [len(analyzer.terms(c.indexed_text())) for c in situated]
             incomplete = document.doc_id in run.incomplete
-            prepared.append(Prepared(document, situated, counts, incomplete))
+            whole = document_terms(document, settings, analyzer) if situated else 0
+            prepared.append(Prepared(document, situated, counts, incomplete, whole))
     if run.incomplete:
         why = f" (first error: {run.first_error})" if run.first_error else ""
         report.notices.append(

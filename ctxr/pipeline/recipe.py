@@ -39,4 +39,7 @@ def document_recipe(settings: Settings, plan: ContextPlan, chunker_name: str) ->
         shape["split_identifiers"] = False
     if not settings.language_budgets:
         shape["language_budgets"] = False
+    # Which documents carry a whole-document BM25 vector (`ctxr.index.bm25.documents`).
+    if settings.doc_bm25_tokens != Settings.model_fields["doc_bm25_tokens"].default:
+        shape["doc_bm25_tokens"] = settings.doc_bm25_tokens
     return hashlib.sha256(json.dumps(shape, sort_keys=True).encode()).hexdigest()[:16]

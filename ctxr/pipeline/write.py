@@ -25,7 +25,7 @@ from ctxr.config import Settings
 from ctxr.enrich.situate.contexts import fit_context
 from ctxr.index import components
 from ctxr.index.bm25.analyzer import Bm25Analyzer
-from ctxr.index.bm25.weights import Bm25Params, document_vector
+from ctxr.index.bm25.weights import Bm25Params, SparseTerms, document_vector
 from ctxr.index.embed.base import Embedder, FloatMatrix
 from ctxr.index.embed.identifiers import dense_text, split_counter, splits
 from ctxr.index.manifest import DocumentEntry, Manifest
@@ -50,6 +50,9 @@ class Prepared:
     # Some chunks fell back to outline contexts after LLM failures: the document is written
     # but recorded with a recipe that makes the next run redo it (answered chunks are free).
     incomplete: bool = False
+    # BM25 terms of the whole document when its first chunk carries a document vector, else 0
+    # (`ctxr.index.bm25.documents`).
+    document_terms: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,12 +110,34 @@ def write(
     new_counts = [n for p in prepared for n in p.term_counts]
     total_chunks = sum(e.chunks for e in kept) + len(new_counts)
     avg_len = (sum(e.terms for e in kept) + sum(new_counts)) / max(total_chunks, 1)
+    whole = _document_lengths(prepared, kept, manifest, report)
     context = _Context(store, embedder, analyzer, components.bm25_params(settings), avg_len,
                        settings.context_position == "before",
-                       settings.split_identifiers)  # fmt: skip
+                       settings.split_identifiers, whole)  # fmt: skip
     progress.start(EMBED_PHASE, len(new_counts))
     for batch in _batches(prepared, WRITE_BATCH_CHUNKS):
         _write_batch(batch, manifest, context, recipe, report, progress)
+
+
+def _document_lengths(
+    prepared: list[Prepared], kept: list[DocumentEntry], manifest: Manifest, report: IndexReport
+) -> float:
+    """The mean length of whole-document BM25 vectors (0.0: none are written this run).
+
+    An index made before document vectors has no place for them: its documents keep two
+    rankings, and the report says how to get the third."""
+    new = [p.document_terms for p in prepared if p.document_terms]
+    if not manifest.document_vectors:
+        for item in prepared:
+            item.document_terms = 0
+        if new:
+            report.notices.append(
+                "this index was made before whole-document BM25 (a third ranking for short "
+                "documents): re-index with --rebuild to get it; nothing is re-embedded"
+            )
+        return 0.0
+    old = [e.document_terms for e in kept if e.document_terms]
+    return (sum(old) + sum(new)) / len(old + new) if new else 0.0
 
 
 def truncation_notice(
@@ -148,6 +173,7 @@ class _Context:
     avg_len: float
     context_first: bool
     split_identifiers: bool  # code's dense text reads identifiers as words (identifiers.py)
+    document_avg_len: float  # mean length of whole-document BM25 vectors; 0.0: none written
 
 
 def _count_amplification(
@@ -223,6 +249,18 @@ def _embed_in_steps(
     return out
 
 
+def _carried(batch: list[_Slice], ctx: _Context) -> dict[str, SparseTerms]:
+    """Whole-document BM25 vectors by carrier point id: each short document's first chunk."""
+    carried: dict[str, SparseTerms] = {}
+    for part in batch:
+        item = part.item
+        if part.first and item.document_terms and item.chunks:
+            terms = ctx.analyzer.terms(item.document.text)
+            vector = document_vector(terms, ctx.document_avg_len, ctx.params)
+            carried[item.chunks[0].chunk.chunk_id] = vector
+    return carried
+
+
 def _store_batch(
     batch: list[_Slice],
     owned: list[tuple[Document, ContextualChunk]],
@@ -233,6 +271,7 @@ def _store_batch(
     report: IndexReport,
 ) -> None:
     points: list[StoredPoint] = []
+    carried = _carried(batch, ctx)
     for row, (document, situated) in enumerate(owned):
         terms = ctx.analyzer.terms(situated.indexed_text())
         points.append(
@@ -241,6 +280,7 @@ def _store_batch(
                 dense=vectors[row].tolist(),
                 sparse=document_vector(terms, ctx.avg_len, ctx.params),
                 payload=chunk_payload(document, situated),
+                document=carried.get(situated.chunk.chunk_id),
             )
         )
     starting = [s.item.document.doc_id for s in batch if s.first]
@@ -266,6 +306,7 @@ def _store_batch(
             context_kind=item.chunks[0].context_kind if item.chunks else "none",
             split_identifiers=splits(item.document.kind, ctx.split_identifiers),
             indexed_at=now,
+            document_terms=item.document_terms,
         )
     ctx.store.flush()
     manifest.save(Path(report.index_dir))  # after the flush: the manifest never runs ahead

@@ -25,6 +25,7 @@ from ctxr.config import DEFAULT_FUSION_WEIGHTS
 from ctxr.types import RetrieverScore
 
 K = TypeVar("K", bound=Hashable)
+DOCUMENT_RANKING = "bm25_doc"  # the whole-document BM25 ranking (`ctxr.retrieve.documents`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +122,8 @@ class FusionParams:
     weighted_k: int = 0
     # A retriever left out of the weights counts for nothing, not for 1.
     weights: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_FUSION_WEIGHTS))
+    # DBSF's and RRF's weight of the whole-document BM25 ranking (the others count 1).
+    document_weight: float = 0.5
 
 
 Rankings = Mapping[str, Sequence[tuple[K, float]]]
@@ -128,7 +131,7 @@ Fuser = Callable[[Rankings[K], FusionParams], list[Fused[K]]]
 
 
 def _rrf(rankings: Rankings[K], params: FusionParams) -> list[Fused[K]]:
-    return reciprocal_rank_fusion(rankings, k=params.rrf_k)
+    return reciprocal_rank_fusion(rankings, k=params.rrf_k, weights=_document_weight(params))
 
 
 def _weighted(rankings: Rankings[K], params: FusionParams) -> list[Fused[K]]:
@@ -137,7 +140,11 @@ def _weighted(rankings: Rankings[K], params: FusionParams) -> list[Fused[K]]:
 
 
 def _dbsf(rankings: Rankings[K], params: FusionParams) -> list[Fused[K]]:
-    return distribution_based_score_fusion(rankings)
+    return distribution_based_score_fusion(rankings, weights=_document_weight(params))
+
+
+def _document_weight(params: FusionParams) -> dict[str, float] | None:
+    return None if params.document_weight == 1.0 else {DOCUMENT_RANKING: params.document_weight}
 
 
 # One entry per method named in `ctxr.config.FUSIONS` (a test checks they agree).

@@ -52,7 +52,8 @@ class HitRecord(BaseModel):
     context: str = Field(description="the sentences situating the chunk in its document")
     score: float = Field(description="the fused (or reranked) score the hits are sorted by")
     scores: dict[str, ScoreRecord] = Field(
-        description="each retriever's own score and rank for this chunk (dense, bm25, rerank)"
+        description="each retriever's own score and rank for this chunk (dense, bm25, bm25_doc, "
+        "rerank)"
     )
     expanded: bool = Field(description="text is the hit's whole parent section (expand)")
     flags: list[str] = Field(

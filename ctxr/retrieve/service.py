@@ -1,9 +1,11 @@
 """The search service: an index opened once, queried many times.
 
 Hybrid search runs the dense and the BM25 retriever for the top `candidates` each, and fuses
-the two rankings in Python (not inside Qdrant) so that every hit keeps both retrievers' scores
-and ranks: by distribution-based score fusion (default), reciprocal rank fusion or weighted
-rank fusion. Payload filters (`ctxr.index.filters`) go into both retrievers' queries, so
+the rankings in Python (not inside Qdrant) so that every hit keeps each retriever's score
+and rank: by distribution-based score fusion (default), reciprocal rank fusion or weighted
+rank fusion. An index with whole-document BM25 vectors adds a third ranking, short
+documents by their whole text, landed on chunks (`ctxr.retrieve.documents`).
+Payload filters (`ctxr.index.filters`) go into the retrievers' queries, so
 they narrow the candidates rather than the results; `merge=True` joins adjacent hits of one
 document into passages (`ctxr.retrieve.passages`) and `expand=True` replaces hits of a
 parent-child index by their parent sections (`ctxr.retrieve.expand`). The CLI, the Python API
@@ -24,18 +26,23 @@ from ctxr.index import components, integrity
 from ctxr.index.bm25.weights import query_vector
 from ctxr.index.embed.base import Embedder
 from ctxr.index.embed.identifiers import dense_text
-from ctxr.index.filters import PayloadFilter, parse_filters
+from ctxr.index.filters import PayloadFilter, is_document_level, parse_filters
 from ctxr.index.manifest import Manifest
 from ctxr.index.payload import ChunkPayload
 from ctxr.index.store import factory as store_factory
 from ctxr.index.store.base import ScoredRecord, Store
 from ctxr.retrieve.around import passage_around
+from ctxr.retrieve.documents import land_documents
 from ctxr.retrieve.expand import expand_parents
-from ctxr.retrieve.fusion import Fused, FusionParams, fuse
+from ctxr.retrieve.fusion import DOCUMENT_RANKING, Fused, FusionParams, fuse
 from ctxr.retrieve.passages import merge_adjacent
 from ctxr.retrieve.rerank import base as reranking
 from ctxr.retrieve.rerank import registry as rerank_registry
 from ctxr.types import Hit
+
+# Whole-document BM25 alone, each hit a document's first chunk: for evaluation and diagnosis,
+# not one of the faces' modes (it finds nothing in documents too long to carry the vector).
+DOCUMENT_MODE = "bm25-doc"
 
 
 class SearchService:
@@ -53,9 +60,9 @@ class SearchService:
             self._store.close()
             raise
         self._rerankers: dict[str, reranking.Reranker] = {}
-        self._fusion = FusionParams(settings.rrf_k, settings.weighted_k, settings.fusion_weights)
-        # Queries read as the documents were embedded: split where code was embedded split.
-        self._split_queries = any(e.split_identifiers for e in self.manifest.documents.values())
+        self._fusion = FusionParams(settings.rrf_k, settings.weighted_k, settings.fusion_weights,
+                                    settings.doc_bm25_weight)  # fmt: skip
+        self.adopt_manifest(self.manifest)
         self._rerankers_lock = threading.Lock()
 
     def _check_compatible(self) -> None:
@@ -79,7 +86,10 @@ class SearchService:
     def adopt_manifest(self, manifest: Manifest) -> None:
         """Serve from `manifest`, written by an update through this service's own store."""
         self.manifest = manifest
+        # Queries read as the documents were embedded: split where code was embedded split.
         self._split_queries = any(e.split_identifiers for e in manifest.documents.values())
+        # An index made before document vectors is searched with two rankings, as before.
+        self._documents = manifest.document_vectors and self.settings.doc_ranking != "off"
 
     def __enter__(self) -> SearchService:
         return self
@@ -151,8 +161,13 @@ class SearchService:
         """
         reranker = self.reranker(rerank)
         where = parse_filters(filters)
-        if mode not in SEARCH_MODES:
+        if mode not in SEARCH_MODES and mode != DOCUMENT_MODE:
             raise ConfigError(f"unknown search mode {mode!r}; use one of {', '.join(SEARCH_MODES)}")
+        if mode == DOCUMENT_MODE and not self.manifest.document_vectors:
+            raise ConfigError(
+                f"the index at {self.index_dir} has no whole-document BM25 (it was made before "
+                "it); re-index with --rebuild to get it"
+            )
         fusion = fusion or self.settings.fusion
         if fusion not in FUSIONS:
             raise ConfigError(f"unknown fusion {fusion!r}; use one of {', '.join(FUSIONS)}")
@@ -198,9 +213,14 @@ class SearchService:
             rankings: dict[str, list[ScoredRecord]] = {}
             if vectors is not None:
                 rankings["dense"] = self._store.query_dense(vectors[i].tolist(), depth, where)
+            sparse = query_vector(self._analyzer.terms(query))
             if mode in ("hybrid", "bm25"):
-                sparse = query_vector(self._analyzer.terms(query))
                 rankings["bm25"] = self._store.query_sparse(sparse, depth, where)
+            # A filter on chunk fields cannot be asked of a document as a whole: skip it then.
+            if mode == DOCUMENT_MODE or (
+                mode == "hybrid" and self._documents and is_document_level(where)
+            ):
+                rankings[DOCUMENT_RANKING] = self._store.query_documents(sparse, depth, where)
             for name, ranking in rankings.items():
                 integrity.check_scores(name, ranking, self.index_dir)
             results.append(rankings)
@@ -208,10 +228,30 @@ class SearchService:
 
     def _fuse(self, rankings: dict[str, list[ScoredRecord]], k: int, fusion: str) -> list[Hit]:
         records = {r.point_id: r for ranking in rankings.values() for r in ranking}
-        keyed = {name: [(r.point_id, r.score) for r in rs] for name, rs in rankings.items()}
+        keyed = {name: [(r.point_id, r.score) for r in rs] for name, rs in rankings.items()
+                 if name != DOCUMENT_RANKING}  # fmt: skip
+        if DOCUMENT_RANKING in rankings:
+            landed = self._landed(rankings[DOCUMENT_RANKING], keyed, records, fusion)
+            keyed[DOCUMENT_RANKING] = landed
         fused = fuse(fusion, keyed, self._fusion)
         return [_hit(rank, item, records[item.key].payload) for rank, item in
                 enumerate(fused[:k], start=1)]  # fmt: skip
+
+    def _landed(
+        self,
+        documents: list[ScoredRecord],
+        chunks: dict[str, list[tuple[str, float]]],
+        records: dict[str, ScoredRecord],
+        fusion: str,
+    ) -> list[tuple[str, float]]:
+        """The document ranking on chunks: each document's best chunk among the other
+        rankings (fused as they would be without it), or its carrier."""
+        found = [(r.point_id, r.payload["doc_id"], r.score) for r in documents]
+        if self.settings.doc_ranking == "carrier" or not chunks:
+            return land_documents(found, [], "carrier")
+        fused = fuse(fusion, chunks, self._fusion)
+        order = [(item.key, records[item.key].payload["doc_id"]) for item in fused]
+        return land_documents(found, order, "best")
 
     def _payloads(self, doc_id: str) -> list[ChunkPayload]:
         return [r.payload for r in self._store.document_points(doc_id)]

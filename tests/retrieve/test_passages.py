@@ -111,6 +111,7 @@ def test_weighted_fusion_matches_the_hand_computed_scores(examples_index: BuiltI
         index_dir=examples_index.index_dir,
         cache_dir=examples_index.cache_dir,
         fusion_weights="dense=0.8,bm25=0.2",
+        doc_ranking="off",  # two rankings, as the hand computation below
     )
     with SearchService(settings) as service:
         query = "restore a backup"

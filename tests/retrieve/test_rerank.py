@@ -80,7 +80,8 @@ def test_llm_reranker_orders_by_the_models_scores(
     assert [h.rank for h in hits] == [1, 2, 3, 4, 5]
     for hit in hits:
         assert hit.scores["rerank"].rank == hit.rank and hit.score == hit.scores["rerank"].score
-        assert set(hit.scores) - {"rerank"} <= {"dense", "bm25"} and len(hit.scores) >= 2
+        assert set(hit.scores) - {"rerank"} <= {"dense", "bm25", "bm25_doc"}
+        assert len(hit.scores) >= 2
         assert not hit.flags
     endpoint = "messages" if provider == "anthropic" else "chat.completions"
     [request] = [r for r in llm_env.requests if r.endpoint == endpoint]  # one prompt per query

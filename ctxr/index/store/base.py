@@ -1,5 +1,10 @@
 """The store protocol: one point per chunk, a named dense vector and a BM25 sparse vector.
 
+A second sparse vector, `bm25_doc`, holds a whole document's BM25 terms; only one point per
+short document carries it (its first chunk, the "carrier"), so Qdrant's IDF modifier counts
+documents there, not chunks (`ctxr.index.bm25.documents`). A collection made before it has
+no such vector; the manifest says which (`Manifest.document_vectors`).
+
 Backends (the embedded `EdgeStore`, `QdrantServerStore` for a Qdrant server or cluster) share
 this schema, so the indexer and the retriever never know which one they talk to;
 `ctxr.index.components` picks one from the settings. `optimize()` returns whether it built an
@@ -20,6 +25,7 @@ from ctxr.index.payload import ChunkPayload
 
 DENSE_VECTOR = "dense"
 SPARSE_VECTOR = "bm25"
+DOCUMENT_VECTOR = "bm25_doc"
 # Points fetched per scroll page when listing one document's chunks.
 SCROLL_PAGE = 256
 
@@ -30,6 +36,8 @@ class StoredPoint:
     dense: Sequence[float]
     sparse: SparseTerms
     payload: ChunkPayload
+    # The whole document's BM25 vector, on its carrier point only (None elsewhere).
+    document: SparseTerms | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +55,7 @@ class ScannedPoint:
     dense: Sequence[float]
     sparse: SparseTerms
     payload: ChunkPayload
+    document: SparseTerms | None = None  # a carrier's whole-document BM25 vector
 
 
 class Store(Protocol):
@@ -63,6 +72,12 @@ class Store(Protocol):
     def query_sparse(
         self, sparse: SparseTerms, limit: int, where: PayloadFilter | None = None
     ) -> list[ScoredRecord]: ...
+
+    def query_documents(
+        self, sparse: SparseTerms, limit: int, where: PayloadFilter | None = None
+    ) -> list[ScoredRecord]:
+        """The `limit` best carrier points by whole-document BM25 (`DOCUMENT_VECTOR`)."""
+        ...
 
     def count(self) -> int: ...
 

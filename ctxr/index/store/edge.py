@@ -26,6 +26,7 @@ from ctxr.index.integrity import corrupt
 from ctxr.index.payload import KEYWORD_FIELDS, ChunkPayload
 from ctxr.index.store.base import (
     DENSE_VECTOR,
+    DOCUMENT_VECTOR,
     SCROLL_PAGE,
     SPARSE_VECTOR,
     ScannedPoint,
@@ -63,7 +64,10 @@ class EdgeStore:
     def create(cls, path: Path, dim: int, hnsw_ef: int = 256) -> EdgeStore:
         config = qe.EdgeConfig(
             vectors={DENSE_VECTOR: qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine)},
-            sparse_vectors={SPARSE_VECTOR: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
+            sparse_vectors={
+                name: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)
+                for name in (SPARSE_VECTOR, DOCUMENT_VECTOR)
+            },
         )
         path.mkdir(parents=True, exist_ok=True)
         try:
@@ -120,17 +124,7 @@ class EdgeStore:
     def upsert(self, points: Sequence[StoredPoint]) -> None:
         if not points:
             return
-        edge_points = [
-            qe.Point(
-                p.point_id,
-                {
-                    DENSE_VECTOR: [float(x) for x in p.dense],
-                    SPARSE_VECTOR: qe.SparseVector(p.sparse.indices, p.sparse.values),
-                },
-                dict(p.payload),
-            )
-            for p in points
-        ]
+        edge_points = [qe.Point(p.point_id, _vectors(p), dict(p.payload)) for p in points]
         with self._guarded("writing points"):
             self._shard.update(qe.UpdateOperation.upsert_points(edge_points))
 
@@ -154,6 +148,14 @@ class EdgeStore:
             return []  # a query of only stop words matches nothing; Qdrant would reject it
         vector = qe.SparseVector(sparse.indices, sparse.values)
         return self._query(qe.Query.Nearest(vector, using=SPARSE_VECTOR), limit, where)
+
+    def query_documents(
+        self, sparse: SparseTerms, limit: int, where: PayloadFilter | None = None
+    ) -> list[ScoredRecord]:
+        if not sparse.indices:
+            return []
+        vector = qe.SparseVector(sparse.indices, sparse.values)
+        return self._query(qe.Query.Nearest(vector, using=DOCUMENT_VECTOR), limit, where)
 
     def _query(self, query: Any, limit: int, where: PayloadFilter | None) -> list[ScoredRecord]:
         request = qe.QueryRequest(
@@ -217,6 +219,17 @@ class EdgeStore:
         self._shard.close()
 
 
+def _vectors(point: StoredPoint) -> dict[str, Any]:
+    vectors: dict[str, Any] = {
+        DENSE_VECTOR: [float(x) for x in point.dense],
+        SPARSE_VECTOR: qe.SparseVector(point.sparse.indices, point.sparse.values),
+    }
+    if point.document is not None and point.document.indices:
+        # Only carriers hold it: a point without it does not count in its IDF's N.
+        vectors[DOCUMENT_VECTOR] = qe.SparseVector(point.document.indices, point.document.values)
+    return vectors
+
+
 def edge_filter(spec: PayloadFilter | None) -> Any:
     """The parsed filter as a qdrant-edge `Filter` (None for no filter)."""
     if spec is None:
@@ -240,11 +253,13 @@ def edge_filter(spec: PayloadFilter | None) -> Any:
 def _scanned(point: Any) -> ScannedPoint:
     vectors = point.vector or {}
     sparse = vectors.get(SPARSE_VECTOR)
+    document = vectors.get(DOCUMENT_VECTOR)
     return ScannedPoint(
         str(point.id),
         list(vectors.get(DENSE_VECTOR) or []),
         SparseTerms(list(sparse.indices), list(sparse.values)) if sparse else SparseTerms([], []),
         _payload(point.payload),
+        SparseTerms(list(document.indices), list(document.values)) if document else None,
     )
 
 

@@ -2,9 +2,10 @@
 
 Talks to Qdrant through `qdrant-client` (the `server` extra). The collection holds one point
 per chunk: the named dense vector `dense` (cosine), the sparse vector `bm25` with Qdrant's IDF
-modifier, the payload `ctxr.index.payload` defines, and keyword indexes on `doc_id` and
-`source`. Writes
-wait for the server's acknowledgement, so `flush()` has nothing left to do and the manifest
+modifier (and `bm25_doc`, the whole-document BM25 of short documents' first chunks; a
+collection made before it lacks it and is still read), the payload `ctxr.index.payload`
+defines, and keyword indexes on `doc_id` and `source`. Writes wait for the server's
+acknowledgement, so `flush()` has nothing left to do and the manifest
 (a local file, as with the edge backend) never claims more than the server holds. A server
 builds its HNSW index by itself, so `optimize()` does nothing and says so by returning False.
 
@@ -29,6 +30,7 @@ from ctxr.index.filters import AllOf, AnyOf, Condition, PayloadFilter, Range, ma
 from ctxr.index.payload import KEYWORD_FIELDS, ChunkPayload
 from ctxr.index.store.base import (
     DENSE_VECTOR,
+    DOCUMENT_VECTOR,
     SCROLL_PAGE,
     SPARSE_VECTOR,
     ScannedPoint,
@@ -145,7 +147,8 @@ class QdrantServerStore:
                     DENSE_VECTOR: models.VectorParams(size=dim, distance=models.Distance.COSINE)
                 },
                 sparse_vectors_config={
-                    SPARSE_VECTOR: models.SparseVectorParams(modifier=models.Modifier.IDF)
+                    name: models.SparseVectorParams(modifier=models.Modifier.IDF)
+                    for name in (SPARSE_VECTOR, DOCUMENT_VECTOR)
                 },
                 shard_number=shards,
                 replication_factor=replicas,
@@ -214,16 +217,7 @@ class QdrantServerStore:
         with self._errors("writing to"):
             for start in range(0, len(points), UPSERT_BATCH):
                 batch = [
-                    models.PointStruct(
-                        id=p.point_id,
-                        vector={
-                            DENSE_VECTOR: [float(x) for x in p.dense],
-                            SPARSE_VECTOR: models.SparseVector(
-                                indices=list(p.sparse.indices), values=list(p.sparse.values)
-                            ),
-                        },
-                        payload=dict(p.payload),
-                    )
+                    models.PointStruct(id=p.point_id, vector=_vectors(p), payload=dict(p.payload))
                     for p in points[start : start + UPSERT_BATCH]
                 ]
                 self._client.upsert(self._collection, batch, wait=True)
@@ -248,6 +242,14 @@ class QdrantServerStore:
             return []  # a query of only stop words matches nothing; Qdrant would reject it
         vector = models.SparseVector(indices=list(sparse.indices), values=list(sparse.values))
         return self._query(vector, SPARSE_VECTOR, limit, where)
+
+    def query_documents(
+        self, sparse: SparseTerms, limit: int, where: PayloadFilter | None = None
+    ) -> list[ScoredRecord]:
+        if not sparse.indices:
+            return []
+        vector = models.SparseVector(indices=list(sparse.indices), values=list(sparse.values))
+        return self._query(vector, DOCUMENT_VECTOR, limit, where)
 
     def _query(
         self, query: Any, using: str, limit: int, where: PayloadFilter | None
@@ -316,6 +318,21 @@ class QdrantServerStore:
             self._client.close()
 
 
+def _vectors(point: StoredPoint) -> dict[str, Any]:
+    vectors: dict[str, Any] = {
+        DENSE_VECTOR: [float(x) for x in point.dense],
+        SPARSE_VECTOR: models.SparseVector(
+            indices=list(point.sparse.indices), values=list(point.sparse.values)
+        ),
+    }
+    if point.document is not None and point.document.indices:
+        # Only carriers hold it: a point without it does not count in its IDF's N.
+        vectors[DOCUMENT_VECTOR] = models.SparseVector(
+            indices=list(point.document.indices), values=list(point.document.values)
+        )
+    return vectors
+
+
 def client_filter(spec: PayloadFilter | None) -> models.Filter | None:
     """The parsed filter as a qdrant-client `models.Filter` (None for no filter)."""
     if spec is None:
@@ -339,11 +356,13 @@ def client_filter(spec: PayloadFilter | None) -> models.Filter | None:
 def _scanned(point_id: Any, vectors: Any, payload: dict[str, Any] | None) -> ScannedPoint:
     vectors = vectors if isinstance(vectors, dict) else {}
     sparse = vectors.get(SPARSE_VECTOR)
+    document = vectors.get(DOCUMENT_VECTOR)
     return ScannedPoint(
         str(point_id),
         list(vectors.get(DENSE_VECTOR) or []),
         SparseTerms(list(sparse.indices), list(sparse.values)) if sparse else SparseTerms([], []),
         _payload(payload),
+        SparseTerms(list(document.indices), list(document.values)) if document else None,
     )
 
 
