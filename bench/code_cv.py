@@ -29,8 +29,9 @@ import random
 import statistics
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -44,6 +45,7 @@ from ctxr.retrieve.fusion import distribution_based_score_fusion
 from ctxr.retrieve.service import SearchService
 
 KS = (5, 10, 20)
+Key = TypeVar("Key", bound=Hashable)
 Ranking = list[tuple[str, float]]
 
 
@@ -145,6 +147,28 @@ def mean_rows(rows: Sequence[list[float]]) -> list[float]:
     return [100 * statistics.fmean(r[i] for r in rows) for i in range(len(KS))]
 
 
+def cross_validate(
+    table: Mapping[Key, list[list[float]]], folds: int, seed: int
+) -> tuple[list[Key], list[list[float]]]:
+    """k-fold CV over the queries: for each fold, the row of `table` (per query, Pass@k for each
+    k) with the best mean on the other folds, and each query's figures from the row picked
+    without it. Returns the folds' picks and the held-out rows."""
+    n = len(next(iter(table.values())))
+    order = list(range(n))
+    random.Random(seed).shuffle(order)
+    fold_of = {q: i % folds for i, q in enumerate(order)}
+    held: list[list[float]] = [[] for _ in range(n)]
+    picks = []
+    for fold in range(folds):
+        train = [q for q in range(n) if fold_of[q] != fold]
+        best = max(table, key=lambda c: statistics.fmean(sum(table[c][q]) for q in train))
+        picks.append(best)
+        for q in range(n):
+            if fold_of[q] == fold:
+                held[q] = table[best][q]
+    return picks, held
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--floors", default="0,0.25,0.4")
@@ -176,22 +200,9 @@ def main() -> None:
                     + " / ".join(f"{x:.2f}" for x in mean_rows(check)),
                     flush=True,
                 )
-    combos = list(table)
-    n = len(next(iter(table.values())))
-    order = list(range(n))
-    random.Random(args.seed).shuffle(order)
-    fold_of = {q: i % args.folds for i, q in enumerate(order)}
-    held: list[list[float]] = [[] for _ in range(n)]
-    picks = []
-    for fold in range(args.folds):
-        train = [q for q in range(n) if fold_of[q] != fold]
-        best = max(combos, key=lambda c: statistics.fmean(sum(table[c][q]) for q in train))
-        picks.append(best)
-        for q in range(n):
-            if fold_of[q] == fold:
-                held[q] = table[best][q]
+    picks, held = cross_validate(table, args.folds, args.seed)
     default = tuple(_floats(args.default))
-    everything = max(combos, key=lambda c: statistics.fmean(sum(r) for r in table[c]))
+    everything = max(table, key=lambda c: statistics.fmean(sum(r) for r in table[c]))
     print("\ncombination = (floor share, prefix share, k1, b, BM25 weight)")
     print(f"folds' picks: {picks}")
     print("held-out folds (Pass@5/10/20): " + " / ".join(f"{x:.2f}" for x in mean_rows(held)))

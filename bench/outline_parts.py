@@ -23,15 +23,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import random
-import statistics
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from code_cv import build_rankings, mean_rows, recall_at
+from code_cv import build_rankings, cross_validate, mean_rows, recall_at
 
 from ctxr.enrich.situate import outline
 from ctxr.types import Chunk, Document
@@ -74,19 +72,7 @@ def main() -> None:
         print(f"{variant}: " + " / ".join(f"{x:.2f}" for x in mean_rows(table[variant])),
               flush=True)  # fmt: skip
     outline.outline_context = FULL
-    n = len(next(iter(table.values())))
-    order = list(range(n))
-    random.Random(args.seed).shuffle(order)
-    fold_of = {q: i % args.folds for i, q in enumerate(order)}
-    held: list[list[float]] = [[] for _ in range(n)]
-    picks = []
-    for fold in range(args.folds):
-        train = [q for q in range(n) if fold_of[q] != fold]
-        best = max(table, key=lambda v: statistics.fmean(sum(table[v][q]) for q in train))
-        picks.append(best)
-        for q in range(n):
-            if fold_of[q] == fold:
-                held[q] = table[best][q]
+    picks, held = cross_validate(table, args.folds, args.seed)
     print(f"folds' picks: {picks}")
     print("held-out folds (Pass@5/10/20): " + " / ".join(f"{x:.2f}" for x in mean_rows(held)))
 
