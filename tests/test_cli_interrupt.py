@@ -18,7 +18,13 @@ from fakes.llm_server import FakeLLMServer
 
 from ctxr.index.manifest import Manifest
 
-MAIN = "from ctxr.cli import main; main()"
+# SIGINT back to Python's handler first: a suite started as a background job (`pytest &` in a
+# non-interactive shell) runs with SIGINT ignored, children inherit that, and the Ctrl-C these
+# tests send would be lost.
+MAIN = (
+    "import signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+    "from ctxr.cli import main; main()"
+)
 
 
 def _corpus(root: Path) -> Path:

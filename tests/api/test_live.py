@@ -51,8 +51,7 @@ class Child:
 
 
 def start(args: list[str], cwd: Path, env: dict[str, str]) -> Child:
-    script = Path(sys.executable).with_name("ctxr")
-    command = [str(script)] if script.exists() else [sys.executable, "-c", _MAIN]
+    command = [sys.executable, "-c", _MAIN]
     process = subprocess.Popen(
         [*command, *args],
         cwd=cwd,
@@ -72,7 +71,13 @@ def start(args: list[str], cwd: Path, env: dict[str, str]) -> Child:
     return child
 
 
-_MAIN = "from ctxr.cli import main; main()"
+# SIGINT back to Python's handler first: a suite started as a background job (`pytest &` in a
+# non-interactive shell) runs with SIGINT ignored, children inherit that, and the Ctrl-C these
+# tests send would be lost.
+_MAIN = (
+    "import signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+    "from ctxr.cli import main; main()"
+)
 
 
 def wait_for(what: str, check: Callable[[], bool], child: Child | None = None) -> float:
