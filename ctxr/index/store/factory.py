@@ -50,7 +50,8 @@ def drop_store(settings: Settings, index_dir: Path) -> None:
         shutil.rmtree(shard_path(index_dir), ignore_errors=True)
         return
     _require_qdrant_client()
-    from ctxr.index.store.server import QdrantServerStore, connect, redact
+    from ctxr.index.store.server import QdrantServerStore
+    from ctxr.index.store.server_client import connect, redact
 
     client = connect(settings.qdrant_url, _api_key(settings))
     try:
@@ -62,7 +63,8 @@ def drop_store(settings: Settings, index_dir: Path) -> None:
 def _server(settings: Settings, how: str, dim: int | None) -> QdrantServerStore:
     assert settings.qdrant_url
     _require_qdrant_client()
-    from ctxr.index.store.server import QdrantServerStore, connect, redact
+    from ctxr.index.store.server import QdrantServerStore
+    from ctxr.index.store.server_client import connect, redact
 
     key = _api_key(settings)
     client = connect(settings.qdrant_url, key)

@@ -9,22 +9,19 @@ acknowledgement, so `flush()` has nothing left to do and the manifest
 (a local file, as with the edge backend) never claims more than the server holds. A server
 builds its HNSW index by itself, so `optimize()` does nothing and says so by returning False.
 
-`connect` also accepts a `file:` URL, which opens qdrant-client's local mode on disk: the same
-code path without a server, brute force in Python, for tests and small trials only.
+Reaching the server (its URL, the client, its errors) is `server_client`'s.
 """
 
 from __future__ import annotations
 
 import warnings
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager
 from typing import Any, cast
-from urllib.parse import urlsplit, urlunsplit
 
 from qdrant_client import QdrantClient, models
-from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
-from ctxr.errors import ConfigError, IndexError_, IndexMismatchError, IndexNotFoundError
+from ctxr.errors import IndexError_, IndexMismatchError, IndexNotFoundError
 from ctxr.index.bm25.weights import SparseTerms
 from ctxr.index.filters import AllOf, AnyOf, Condition, PayloadFilter, Range, match_values
 from ctxr.index.payload import KEYWORD_FIELDS, ChunkPayload
@@ -37,6 +34,7 @@ from ctxr.index.store.base import (
     ScoredRecord,
     StoredPoint,
 )
+from ctxr.index.store.server_client import server_errors
 
 UPSERT_BATCH = 256  # points per request: keeps request bodies well under a server's limits
 
@@ -44,58 +42,6 @@ UPSERT_BATCH = 256  # points per request: keeps request bodies well under a serv
 # `hnsw_ef`: both true, and beside the point there, since it searches exhaustively.
 warnings.filterwarnings("ignore", message="Payload indexes have no effect in the local Qdrant")
 warnings.filterwarnings("ignore", message="Local mode performs exact")
-
-
-def redact(url: str) -> str:
-    """The URL without any user:password part, fit for messages."""
-    parts = urlsplit(url)
-    if parts.password is None and parts.username is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    return urlunsplit(parts._replace(netloc=netloc))
-
-
-def connect(url: str, api_key: str | None = None, timeout: int = 60) -> QdrantClient:
-    """A client for `url`: http(s) for a server, `file:` for qdrant-client's local mode."""
-    parts = urlsplit(url)
-    if parts.scheme == "file":
-        return QdrantClient(path=parts.path or parts.netloc)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ConfigError(
-            f"CTXR_QDRANT_URL {redact(url)!r} is not an http(s):// URL; "
-            "use e.g. http://localhost:6333 (or unset it for the embedded index)"
-        )
-    # No version probe on construction (qdrant-client >= 1.13): the first real call reports.
-    return QdrantClient(url=url, api_key=api_key, timeout=timeout, check_compatibility=False)
-
-
-@contextmanager
-def _server_errors(where: str, action: str, secret: str | None = None) -> Iterator[None]:
-    """Turn qdrant-client's exceptions into ctxr errors naming the server and the fix."""
-    try:
-        yield
-    except UnexpectedResponse as exc:
-        if exc.status_code in (401, 403):
-            raise IndexError_(
-                f"the Qdrant server at {where} refused the request ({exc.status_code}) while "
-                f"{action}; set CTXR_QDRANT_API_KEY to the server's API key"
-            ) from None
-        detail = _scrub(exc.content.decode("utf-8", "replace")[:200], secret)
-        raise IndexError_(
-            f"the Qdrant server at {where} answered {exc.status_code} while {action}: {detail}; "
-            "check the server's log and CTXR_QDRANT_* settings"
-        ) from None
-    except ResponseHandlingException as exc:
-        raise IndexError_(
-            f"cannot reach the Qdrant server at {where} while {action} "
-            f"({type(exc.source).__name__}: {_scrub(str(exc.source), secret)}); start it "
-            "(docker run -p 6333:6333 qdrant/qdrant) or fix CTXR_QDRANT_URL"
-        ) from None
-
-
-def _scrub(text: str, secret: str | None) -> str:
-    return text.replace(secret, "***") if secret else text
 
 
 class QdrantServerStore:
@@ -188,7 +134,7 @@ class QdrantServerStore:
     @staticmethod
     def drop(client: QdrantClient, collection: str, where: str = "qdrant-client") -> None:
         """Delete the collection if it exists (the `--rebuild` path)."""
-        with _server_errors(where, "deleting the collection"):
+        with server_errors(where, "deleting the collection"):
             if client.collection_exists(collection):
                 client.delete_collection(collection)
 
@@ -211,7 +157,7 @@ class QdrantServerStore:
             )
 
     def _errors(self, action: str) -> AbstractContextManager[None]:
-        return _server_errors(self._where, f"{action} {self._collection!r}", self._secret)
+        return server_errors(self._where, f"{action} {self._collection!r}", self._secret)
 
     def upsert(self, points: Sequence[StoredPoint]) -> None:
         with self._errors("writing to"):
