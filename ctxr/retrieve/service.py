@@ -34,8 +34,9 @@ from ctxr.index.store.base import ScoredRecord, Store
 from ctxr.retrieve.around import passage_around
 from ctxr.retrieve.documents import land_documents
 from ctxr.retrieve.expand import expand_parents
-from ctxr.retrieve.fusion import DOCUMENT_RANKING, Fused, FusionParams, fuse
+from ctxr.retrieve.fusion import DOCUMENT_RANKING, FusionParams, fuse
 from ctxr.retrieve.passages import merge_adjacent
+from ctxr.retrieve.records import chunk_record, hit_from_fused, parent_spans, spaces_after
 from ctxr.retrieve.rerank import base as reranking
 from ctxr.retrieve.rerank import registry as rerank_registry
 from ctxr.types import Hit
@@ -179,10 +180,10 @@ class SearchService:
         results = [self._fuse(r, top, fusion) for r in retrieved]
         if reranker is not None:
             results = [reranker.rerank(q, h, k).hits for q, h in zip(queries, results, strict=True)]
-        spaces = [_spaces(r) for r in retrieved]
+        spaces = [spaces_after(r) for r in retrieved]
         if expand:
             for i, rankings in enumerate(retrieved):
-                expanded = expand_parents(results[i], _parents(rankings), self._payloads)
+                expanded = expand_parents(results[i], parent_spans(rankings), self._payloads)
                 results[i] = expanded.hits
                 spaces[i] |= expanded.spaces
         if merge:
@@ -234,7 +235,7 @@ class SearchService:
             landed = self._landed(rankings[DOCUMENT_RANKING], keyed, records, fusion)
             keyed[DOCUMENT_RANKING] = landed
         fused = fuse(fusion, keyed, self._fusion)
-        return [_hit(rank, item, records[item.key].payload) for rank, item in
+        return [hit_from_fused(rank, item, records[item.key].payload) for rank, item in
                 enumerate(fused[:k], start=1)]  # fmt: skip
 
     def _landed(
@@ -271,7 +272,7 @@ class SearchService:
             "language": first.get("language"),
             "sha256": first.get("doc_sha256"),
             "indexed_at": entry.indexed_at if entry else None,
-            "chunks": [_chunk(r) for r in records],
+            "chunks": [chunk_record(r) for r in records],
         }
 
     def passage(self, doc_id: str, start: int, end: int, window: int = 0) -> dict[str, Any] | None:
@@ -287,54 +288,3 @@ class SearchService:
             "settings": self.manifest.settings,
             "updated_at": self.manifest.updated_at,
         }
-
-
-def _spaces(rankings: dict[str, list[ScoredRecord]]) -> dict[str, str]:
-    """Each retrieved chunk's following whitespace, which lets `merge_adjacent` bridge gaps."""
-    return {
-        r.point_id: str(r.payload.get("space_after") or "") for rs in rankings.values() for r in rs
-    }
-
-
-def _parents(rankings: dict[str, list[ScoredRecord]]) -> dict[str, tuple[int, int]]:
-    """Each retrieved chunk's parent section span, for chunks that have one."""
-    found: dict[str, tuple[int, int]] = {}
-    for rs in rankings.values():
-        for r in rs:
-            start, end = r.payload.get("parent_start"), r.payload.get("parent_end")
-            if start is not None and end is not None:
-                found[r.point_id] = (int(start), int(end))
-    return found
-
-
-def _hit(rank: int, item: Fused[str], payload: ChunkPayload) -> Hit:
-    return Hit(
-        rank=rank,
-        chunk_id=item.key,
-        doc_id=payload["doc_id"],
-        source=payload["source"],
-        start=payload["start"],
-        end=payload["end"],
-        heading_path=tuple(payload.get("heading_path") or ()),
-        text=payload["text"],
-        context=payload.get("context") or "",
-        score=item.score,
-        scores=item.by_retriever,
-        pages=tuple(payload.get("pages") or ()),
-    )
-
-
-def _chunk(record: ScoredRecord) -> dict[str, Any]:
-    p = record.payload
-    return {
-        "chunk_id": record.point_id,
-        "index": p.get("index", 0),
-        "start": p["start"],
-        "end": p["end"],
-        "token_count": p.get("token_count"),
-        "heading_path": list(p.get("heading_path") or ()),
-        "prefix": p.get("prefix") or "",
-        "text": p["text"],
-        "context": p.get("context") or "",
-        "context_kind": p.get("context_kind"),
-    }

@@ -1,0 +1,62 @@
+"""Stored chunk records as the search service's answers: hits, document chunks, and the
+spans `merge_adjacent` and `expand_parents` read from the retrieved payloads."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ctxr.index.payload import ChunkPayload
+from ctxr.index.store.base import ScoredRecord
+from ctxr.retrieve.fusion import Fused
+from ctxr.types import Hit
+
+
+def spaces_after(rankings: dict[str, list[ScoredRecord]]) -> dict[str, str]:
+    """Each retrieved chunk's following whitespace, which lets `merge_adjacent` bridge gaps."""
+    return {
+        r.point_id: str(r.payload.get("space_after") or "") for rs in rankings.values() for r in rs
+    }
+
+
+def parent_spans(rankings: dict[str, list[ScoredRecord]]) -> dict[str, tuple[int, int]]:
+    """Each retrieved chunk's parent section span, for chunks that have one."""
+    found: dict[str, tuple[int, int]] = {}
+    for rs in rankings.values():
+        for r in rs:
+            start, end = r.payload.get("parent_start"), r.payload.get("parent_end")
+            if start is not None and end is not None:
+                found[r.point_id] = (int(start), int(end))
+    return found
+
+
+def hit_from_fused(rank: int, item: Fused[str], payload: ChunkPayload) -> Hit:
+    return Hit(
+        rank=rank,
+        chunk_id=item.key,
+        doc_id=payload["doc_id"],
+        source=payload["source"],
+        start=payload["start"],
+        end=payload["end"],
+        heading_path=tuple(payload.get("heading_path") or ()),
+        text=payload["text"],
+        context=payload.get("context") or "",
+        score=item.score,
+        scores=item.by_retriever,
+        pages=tuple(payload.get("pages") or ()),
+    )
+
+
+def chunk_record(record: ScoredRecord) -> dict[str, Any]:
+    p = record.payload
+    return {
+        "chunk_id": record.point_id,
+        "index": p.get("index", 0),
+        "start": p["start"],
+        "end": p["end"],
+        "token_count": p.get("token_count"),
+        "heading_path": list(p.get("heading_path") or ()),
+        "prefix": p.get("prefix") or "",
+        "text": p["text"],
+        "context": p.get("context") or "",
+        "context_kind": p.get("context_kind"),
+    }
