@@ -75,12 +75,6 @@ class Manifest:
         chunks = self.chunk_count
         return sum(d.terms for d in self.documents.values()) / chunks if chunks else 0.0
 
-    @property
-    def average_document_terms(self) -> float:
-        """Mean BM25 length of the documents that carry a whole-document vector."""
-        lengths = [d.document_terms for d in self.documents.values() if d.document_terms]
-        return sum(lengths) / len(lengths) if lengths else 0.0
-
     def is_current(self, doc_id: str, sha256: str, recipe: str) -> bool:
         """Whether a document is indexed with this content and this recipe (nothing to do)."""
         entry = self.documents.get(doc_id)

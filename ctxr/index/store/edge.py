@@ -144,18 +144,20 @@ class EdgeStore:
     def query_sparse(
         self, sparse: SparseTerms, limit: int, where: PayloadFilter | None = None
     ) -> list[ScoredRecord]:
-        if not sparse.indices:
-            return []  # a query of only stop words matches nothing; Qdrant would reject it
-        vector = qe.SparseVector(sparse.indices, sparse.values)
-        return self._query(qe.Query.Nearest(vector, using=SPARSE_VECTOR), limit, where)
+        return self._query_terms(sparse, SPARSE_VECTOR, limit, where)
 
     def query_documents(
         self, sparse: SparseTerms, limit: int, where: PayloadFilter | None = None
     ) -> list[ScoredRecord]:
+        return self._query_terms(sparse, DOCUMENT_VECTOR, limit, where)
+
+    def _query_terms(
+        self, sparse: SparseTerms, using: str, limit: int, where: PayloadFilter | None
+    ) -> list[ScoredRecord]:
         if not sparse.indices:
-            return []
+            return []  # a query of only stop words matches nothing; Qdrant would reject it
         vector = qe.SparseVector(sparse.indices, sparse.values)
-        return self._query(qe.Query.Nearest(vector, using=DOCUMENT_VECTOR), limit, where)
+        return self._query(qe.Query.Nearest(vector, using=using), limit, where)
 
     def _query(self, query: Any, limit: int, where: PayloadFilter | None) -> list[ScoredRecord]:
         request = qe.QueryRequest(
