@@ -179,7 +179,11 @@ class Settings(BaseSettings):
         description="weighted fusion: RETRIEVER=WEIGHT,... (dense, bm25, bm25_doc)",
     )
     weighted_k: int = Field(0, ge=0, description="weighted rank fusion constant")
-    candidates: int = Field(50, ge=1, le=10_000, description="top-N per retriever before fusion")
+    # Also DBSF's normalisation window: a search for more hits fetches deeper but normalises
+    # each ranking over its first `candidates` scores (`ctxr.retrieve.fusion`).
+    candidates: int = Field(
+        50, ge=1, le=10_000, description="top-N per retriever fused (DBSF normalises over them)"
+    )
     # 256, not 128: recall@10 vs exact on SciFact's real MiniLM vectors is 0.997 at 128 but
     # 0.989 at 128 / 0.992 at 256 at 100k points (bench/hnsw_recall.py, docs/BENCHMARKS.md),
     # for about 0.2 ms more per dense query.

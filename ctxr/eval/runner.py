@@ -227,7 +227,9 @@ def run_eval(
     documents = to_documents(dataset, kind)
     max_k = max(ks)
     depth = max_k * BEIR_HITS_PER_DOC if kind == "beir" else max_k
-    pool = max(candidates or base.candidates, depth)
+    # Candidates per retriever, as a user's search has them; asking for `depth` hits fetches
+    # deeper without moving the first ones (DBSF's window, `ctxr.retrieve.fusion`).
+    pool = candidates or base.candidates
     chunker: Chunker | None = None
     keys: dict[str, str] = {}
     if chunks == "given":

@@ -9,7 +9,11 @@ Two families, both parameter-light:
 - Distribution-based score fusion (DBSF, as in Qdrant) normalises each retriever's scores by
   their own spread (mean +- 3 standard deviations, clipped to [0, 1]) and sums them, so a
   retriever that is confident about one item (a score far above the rest) counts for more
-  than one whose top scores are all alike.
+  than one whose top scores are all alike. The spread is taken over each ranking's first
+  `window` scores (the search's `candidates`), not over however deep the search fetched: a
+  deep list's long tail of weak scores drags the mean down and widens the spread, by amounts
+  that differ between cosine and BM25, so asking for more hits would shift the retrievers'
+  balance and reorder the first ones (SciFact train: docs/EVALUATION.md).
 
 Each fused item keeps every retriever's score and rank, so a caller can show why a hit came
 back.
@@ -76,10 +80,15 @@ def single_ranking(name: str, ranking: Sequence[tuple[K, float]]) -> list[Fused[
 def distribution_based_score_fusion(
     rankings: Mapping[str, Sequence[tuple[K, float]]],
     weights: Mapping[str, float] | None = None,
+    window: int | None = None,
 ) -> list[Fused[K]]:
     """Fuse best-first `(key, score)` lists by DBSF; deterministic tie-breaks as in RRF.
 
-    `weights` scale each retriever's normalised scores (a retriever left out counts 1)."""
+    `weights` scale each retriever's normalised scores (a retriever left out counts 1).
+    `window`: each ranking's mean and spread come from its first `window` items (all when
+    None); items below them still count, normalised by the same statistics."""
+    if window is not None and window < 1:
+        raise ValueError(f"DBSF window must be >= 1, got {window}")
     totals: dict[K, float] = {}
     seen: dict[K, dict[str, RetrieverScore]] = {}
     for name, ranking in rankings.items():
@@ -87,7 +96,7 @@ def distribution_based_score_fusion(
         firsts = _first_occurrences(ranking)
         if not firsts:
             continue
-        scores = [score for _, score in firsts]
+        scores = [score for _, score in firsts[:window]]
         mean = sum(scores) / len(scores)
         std = (sum((x - mean) ** 2 for x in scores) / len(scores)) ** 0.5
         low, high = mean - 3 * std, mean + 3 * std
@@ -124,6 +133,8 @@ class FusionParams:
     weights: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_FUSION_WEIGHTS))
     # DBSF's and RRF's weight of the whole-document BM25 ranking (the others count 1).
     document_weight: float = 0.5
+    # DBSF's normalisation window: the search's candidates per retriever (None: whole lists).
+    window: int | None = None
 
 
 Rankings = Mapping[str, Sequence[tuple[K, float]]]
@@ -140,7 +151,9 @@ def _weighted(rankings: Rankings[K], params: FusionParams) -> list[Fused[K]]:
 
 
 def _dbsf(rankings: Rankings[K], params: FusionParams) -> list[Fused[K]]:
-    return distribution_based_score_fusion(rankings, weights=_document_weight(params))
+    return distribution_based_score_fusion(
+        rankings, weights=_document_weight(params), window=params.window
+    )
 
 
 def _document_weight(params: FusionParams) -> dict[str, float] | None:

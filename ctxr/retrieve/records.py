@@ -1,14 +1,44 @@
-"""Stored chunk records as the search service's answers: hits, document chunks, and the
-spans `merge_adjacent` and `expand_parents` read from the retrieved payloads."""
+"""Stored chunk records as the search service's answers: the retrievers' rankings fused into
+hits, document chunks, and the spans `merge_adjacent` and `expand_parents` read from the
+retrieved payloads."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from ctxr.config import DocRanking
 from ctxr.index.payload import ChunkPayload
 from ctxr.index.store.base import ScoredRecord
-from ctxr.retrieve.fusion import Fused
+from ctxr.retrieve.documents import land_documents
+from ctxr.retrieve.fusion import DOCUMENT_RANKING, Fused, FusionParams, fuse
 from ctxr.types import Hit
+
+
+def fuse_records(
+    rankings: dict[str, list[ScoredRecord]],
+    k: int,
+    fusion: str,
+    params: FusionParams,
+    landing: DocRanking,
+) -> list[Hit]:
+    """One query's retrievers' rankings -> its top-k hits, fused by `fusion`.
+
+    The whole-document ranking, if present, lands on chunks first (`ctxr.retrieve.documents`):
+    on each document's best chunk among the other rankings fused without it, or its carrier."""
+    records = {r.point_id: r for ranking in rankings.values() for r in ranking}
+    keyed = {name: [(r.point_id, r.score) for r in rs] for name, rs in rankings.items()
+             if name != DOCUMENT_RANKING}  # fmt: skip
+    if DOCUMENT_RANKING in rankings:
+        found = [(r.point_id, r.payload["doc_id"], r.score) for r in rankings[DOCUMENT_RANKING]]
+        if landing == "carrier" or not keyed:
+            keyed[DOCUMENT_RANKING] = land_documents(found, [], "carrier")
+        else:
+            chunks = fuse(fusion, keyed, params)
+            order = [(item.key, records[item.key].payload["doc_id"]) for item in chunks]
+            keyed[DOCUMENT_RANKING] = land_documents(found, order, "best")
+    fused = fuse(fusion, keyed, params)
+    return [hit_from_fused(rank, item, records[item.key].payload) for rank, item in
+            enumerate(fused[:k], start=1)]  # fmt: skip
 
 
 def spaces_after(rankings: dict[str, list[ScoredRecord]]) -> dict[str, str]:

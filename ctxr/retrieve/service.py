@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -32,11 +33,10 @@ from ctxr.index.payload import ChunkPayload
 from ctxr.index.store import factory as store_factory
 from ctxr.index.store.base import ScoredRecord, Store
 from ctxr.retrieve.around import passage_around
-from ctxr.retrieve.documents import land_documents
 from ctxr.retrieve.expand import expand_parents
-from ctxr.retrieve.fusion import DOCUMENT_RANKING, FusionParams, fuse
+from ctxr.retrieve.fusion import DOCUMENT_RANKING, FusionParams
 from ctxr.retrieve.passages import merge_adjacent
-from ctxr.retrieve.records import chunk_record, hit_from_fused, parent_spans, spaces_after
+from ctxr.retrieve.records import chunk_record, fuse_records, parent_spans, spaces_after
 from ctxr.retrieve.rerank import base as reranking
 from ctxr.retrieve.rerank import registry as rerank_registry
 from ctxr.types import Hit
@@ -174,10 +174,15 @@ class SearchService:
             raise ConfigError(f"unknown fusion {fusion!r}; use one of {', '.join(FUSIONS)}")
         if k < 1:
             raise ConfigError(f"k must be at least 1, got {k}")
-        depth = max(candidates or self.settings.candidates, k)
+        window = candidates or self.settings.candidates
+        depth = max(window, k)
         top = max(k, self.settings.rerank_candidates) if reranker else k
         retrieved = self.retrieve(queries, mode, depth, where)
-        results = [self._fuse(r, top, fusion) for r in retrieved]
+        # More hits than candidates fetch deeper, but DBSF still normalises each ranking over
+        # its first `candidates` scores, so the first hits do not move (`ctxr.retrieve.fusion`).
+        params = replace(self._fusion, window=window)
+        landing = self.settings.doc_ranking
+        results = [fuse_records(r, top, fusion, params, landing) for r in retrieved]
         if reranker is not None:
             results = [reranker.rerank(q, h, k).hits for q, h in zip(queries, results, strict=True)]
         spaces = [spaces_after(r) for r in retrieved]
@@ -226,33 +231,6 @@ class SearchService:
                 integrity.check_scores(name, ranking, self.index_dir)
             results.append(rankings)
         return results
-
-    def _fuse(self, rankings: dict[str, list[ScoredRecord]], k: int, fusion: str) -> list[Hit]:
-        records = {r.point_id: r for ranking in rankings.values() for r in ranking}
-        keyed = {name: [(r.point_id, r.score) for r in rs] for name, rs in rankings.items()
-                 if name != DOCUMENT_RANKING}  # fmt: skip
-        if DOCUMENT_RANKING in rankings:
-            landed = self._landed(rankings[DOCUMENT_RANKING], keyed, records, fusion)
-            keyed[DOCUMENT_RANKING] = landed
-        fused = fuse(fusion, keyed, self._fusion)
-        return [hit_from_fused(rank, item, records[item.key].payload) for rank, item in
-                enumerate(fused[:k], start=1)]  # fmt: skip
-
-    def _landed(
-        self,
-        documents: list[ScoredRecord],
-        chunks: dict[str, list[tuple[str, float]]],
-        records: dict[str, ScoredRecord],
-        fusion: str,
-    ) -> list[tuple[str, float]]:
-        """The document ranking on chunks: each document's best chunk among the other
-        rankings (fused as they would be without it), or its carrier."""
-        found = [(r.point_id, r.payload["doc_id"], r.score) for r in documents]
-        if self.settings.doc_ranking == "carrier" or not chunks:
-            return land_documents(found, [], "carrier")
-        fused = fuse(fusion, chunks, self._fusion)
-        order = [(item.key, records[item.key].payload["doc_id"]) for item in fused]
-        return land_documents(found, order, "best")
 
     def _payloads(self, doc_id: str) -> list[ChunkPayload]:
         return [r.payload for r in self._store.document_points(doc_id)]

@@ -191,7 +191,8 @@ def test_beir_all_rows_end_to_end(tmp_path: Path, settings: Settings) -> None:
     for row in result.rows[:-1]:
         assert row.scores["recall@10"] == pytest.approx(1.0)  # 8 documents: all retrieved
         assert row.curve == sorted(row.curve) and len(row.curve) == 10
-        assert row.settings["candidates"] >= 30 and row.settings["bm25_k1"] == 1.2
+        assert row.settings["candidates"] == settings.candidates and row.settings["hits"] == 30
+        assert row.settings["bm25_k1"] == 1.2
     assert by_name["hybrid:outline"].settings["fusion"] == "dbsf"
     assert by_name["hybrid:outline"].settings["rrf_k"] is None
     assert by_name["dense:none"].settings["fusion"] is None
@@ -259,3 +260,4 @@ def test_cli_bars_count_each_index_run_from_zero(
     bars = re.findall(r"^(split|embeddings)\s.*?(\d+)/(\d+)", out.stderr, re.M)
     assert {name for name, _, _ in bars} == {"split", "embeddings"}, out.stderr
     assert all(done == total for _, done, total in bars), out.stderr
+

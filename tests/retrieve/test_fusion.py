@@ -149,3 +149,31 @@ def test_dbsf_weights_scale_each_retriever() -> None:
     assert heavy[0].key == "c"
     same = distribution_based_score_fusion({"dense": dense, "bm25": bm25}, weights={})
     assert _scores(same) == pytest.approx(plain)  # a retriever left out counts 1
+
+
+def test_dbsf_window_takes_the_spread_from_the_first_items_only() -> None:
+    # Window 2: dense's statistics come from 0.9 and 0.7 (mean 0.8, std 0.1, bounds 0.5 to 1.1);
+    # "c" below the window still counts, normalised by them, and "d" falls under the low bound.
+    dense = [("a", 0.9), ("b", 0.7), ("c", 0.6), ("d", 0.1)]
+    fused = distribution_based_score_fusion({"dense": dense}, window=2)
+    assert _scores(fused) == pytest.approx({"a": 0.4 / 0.6, "b": 0.2 / 0.6, "c": 0.1 / 0.6, "d": 0})
+    whole = distribution_based_score_fusion({"dense": dense}, window=None)
+    assert distribution_based_score_fusion({"dense": dense}, window=4) == whole
+    assert _scores(whole) != pytest.approx(_scores(fused))
+    with pytest.raises(ValueError, match="window"):
+        distribution_based_score_fusion({"dense": dense}, window=0)
+
+
+def test_dbsf_window_keeps_a_deeper_fetch_from_reordering_the_top() -> None:
+    # Shallow, dense decides: "x" is far ahead there, "y" barely ahead in BM25. A long tail of
+    # weak dense scores (a deep fetch) lowers the mean so far that x and y both clip to 1, and
+    # BM25 flips them; with the window at the first three scores the shallow order stays.
+    dense = [("x", 0.9), ("y", 0.5), ("z", 0.45)]
+    bm25 = [("y", 10.0), ("x", 9.8), ("z", 5.0)]
+    tail = [(f"t{i}", 0.05) for i in range(60)]
+    shallow = distribution_based_score_fusion({"dense": dense, "bm25": bm25})
+    deep = {"dense": dense + tail, "bm25": bm25}
+    unwindowed = distribution_based_score_fusion(deep)
+    windowed = distribution_based_score_fusion(deep, window=3)
+    assert [f.key for f in windowed[:3]] == [f.key for f in shallow]
+    assert [f.key for f in unwindowed[:3]] != [f.key for f in shallow]
