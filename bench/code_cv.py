@@ -38,7 +38,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from ctxr.config import load_settings
 from ctxr.enrich.split import code as code_split
 from ctxr.eval.datasets import default_data_dir, load_anthropic_codebase
-from ctxr.eval.runner import eval_cache_dir, spans_match, to_documents
+from ctxr.eval.judging import spans_match
+from ctxr.eval.runner import eval_cache_dir, to_documents
 from ctxr.index import components
 from ctxr.pipeline.build import index_documents
 from ctxr.retrieve.fusion import distribution_based_score_fusion

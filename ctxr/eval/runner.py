@@ -7,18 +7,7 @@ query once per row, maps the hits to the ids the data set judges, and scores the
 user's default ``.ctxr``; the embedding cache lives apart from them (``CTXR_CACHE_DIR``, else
 ``$XDG_CACHE_HOME/ctxr/embeddings``) so that a temporary index re-embeds nothing next time.
 
-How hits become judged ids:
-
-- anthropic-codebase, ``chunks="given"``: each document is indexed with the set's own chunks,
-  so a hit's chunk id maps back to its ``uuid#index`` key: Anthropic's Pass@k, comparable.
-- anthropic-codebase, ``chunks="ours"``: whole documents go through ctxr's splitter. A golden
-  chunk counts as found at the rank of the first hit from the same document whose span
-  overlaps it by at least half of the shorter of the two spans (``spans_match``): a hit
-  that holds most of a golden chunk, or a small hit that lies mostly inside one, finds it; a
-  hit that merely touches its edge does not. One hit may find several golden chunks; each
-  golden chunk counts once.
-- BEIR: a document is indexed as title + blank line + text (Anserini's "flat" fields); a
-  document's rank is the rank of its best chunk among the hits, duplicates dropped.
+How hits become judged ids is ``ctxr.eval.judging``.
 """
 
 from __future__ import annotations
@@ -27,7 +16,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,6 +25,7 @@ from ctxr.config import Settings, load_settings
 from ctxr.errors import IndexMismatchError
 from ctxr.eval import metrics
 from ctxr.eval.datasets import EvalDataset, load_anthropic_codebase, load_beir
+from ctxr.eval.judging import judged_ranks
 from ctxr.eval.rows import (
     DEFAULT_ROWS,
     ChunkSource,
@@ -51,7 +41,7 @@ from ctxr.pipeline.chunking import Chunker
 from ctxr.progress import NullProgress, Progress
 from ctxr.retrieve.service import SearchService
 from ctxr.tokens import count_tokens
-from ctxr.types import Chunk, Document, DocumentKind, Hit, chunk_id_for, text_hash
+from ctxr.types import Chunk, Document, DocumentKind, chunk_id_for, text_hash
 
 NO_RERANKER = "not available: no reranker configured"
 NOTE_OUTLINE = (
@@ -64,13 +54,6 @@ NOTE_NO_TITLES = (
 )
 #: BEIR hits are chunks; fetch this many per document wanted so that dedupe leaves enough.
 BEIR_HITS_PER_DOC = 3
-
-
-def spans_match(gold_start: int, gold_end: int, hit_start: int, hit_end: int) -> bool:
-    """The ``chunks="ours"`` rule: overlap >= half of the shorter span (and > 0 characters)."""
-    overlap = min(gold_end, hit_end) - max(gold_start, hit_start)
-    shorter = min(gold_end - gold_start, hit_end - hit_start)
-    return overlap > 0 and 2 * overlap >= shorter
 
 
 @dataclass
@@ -173,33 +156,6 @@ def _build(
     }
 
 
-def _mapper(
-    dataset: EvalDataset, kind: DatasetKind, chunks: ChunkSource, keys: dict[str, str]
-) -> Callable[[str, list[Hit]], dict[str, int]]:
-    """A function from one query's hits to judged id -> first rank found."""
-    spans = {c.chunk_key: (c.doc_id, c.start, c.end) for d in dataset.documents for c in d.chunks}
-    qrels = dataset.qrels()
-
-    def given(query_id: str, hits: list[Hit]) -> dict[str, int]:
-        return metrics.first_ranks([keys.get(h.chunk_id, h.chunk_id) for h in hits])
-
-    def ours(query_id: str, hits: list[Hit]) -> dict[str, int]:
-        found: dict[str, int] = {}
-        wanted = [(key, spans[key]) for key in qrels[query_id]]
-        for hit in hits:
-            for key, (doc_id, start, end) in wanted:
-                if doc_id == hit.doc_id and spans_match(start, end, hit.start, hit.end):
-                    found.setdefault(key, hit.rank)
-        return found
-
-    def beir(query_id: str, hits: list[Hit]) -> dict[str, int]:
-        return metrics.first_ranks([h.doc_id for h in hits])
-
-    if kind == "beir":
-        return beir
-    return given if chunks == "given" else ours
-
-
 def run_eval(
     kind: DatasetKind,
     data_dir: Path,
@@ -241,7 +197,7 @@ def run_eval(
     temporary = index_dir is None
     root = Path(tempfile.mkdtemp(prefix="ctxr-eval-")) if index_dir is None else index_dir
     cache = eval_cache_dir(base)
-    mapper = _mapper(dataset, kind, chunks, keys)
+    mapper = judged_ranks(dataset, kind, chunks, keys)
     services: dict[str, tuple[Settings, SearchService]] = {}
     embedders: list[Embedder] = []
     try:

@@ -15,6 +15,7 @@ from ctxr.config import Settings, load_settings
 from ctxr.errors import ConfigError
 from ctxr.eval import metrics
 from ctxr.eval.datasets import load_anthropic_codebase
+from ctxr.eval.judging import document_ranks, spans_match
 from ctxr.eval.report import plot_recall, print_report, to_json, to_markdown
 from ctxr.eval.rows import parse_rows
 from ctxr.eval.runner import (
@@ -22,9 +23,8 @@ from ctxr.eval.runner import (
     EvalResult,
     given_chunker,
     run_eval,
-    spans_match,
 )
-from ctxr.types import Document, text_hash
+from ctxr.types import Document, Hit, text_hash
 
 # --- fixtures ----------------------------------------------------------------------------------
 
@@ -261,3 +261,13 @@ def test_cli_bars_count_each_index_run_from_zero(
     assert {name for name, _, _ in bars} == {"split", "embeddings"}, out.stderr
     assert all(done == total for _, done, total in bars), out.stderr
 
+
+def test_beir_ranks_distinct_documents_at_their_best_chunk() -> None:
+    # A document's second chunk takes no place: d2 is the second document, not the third hit.
+    def hit(rank: int, doc_id: str) -> Hit:
+        return Hit(rank, f"{doc_id}#{rank}", doc_id, doc_id, 0, 1, (), "text", "", 1 / rank)
+
+    hits = [hit(1, "d1"), hit(2, "d1"), hit(3, "d2"), hit(4, "d3"), hit(5, "d2")]
+    assert document_ranks(hits) == {"d1": 1, "d2": 2, "d3": 3}
+    scores = metrics.score_ranks(document_ranks(hits), {"d3": 1}, (2, 3))
+    assert scores["recall@2"] == 0.0 and scores["recall@3"] == 1.0
