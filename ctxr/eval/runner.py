@@ -184,7 +184,7 @@ def run_eval(
     max_k = max(ks)
     depth = max_k * BEIR_HITS_PER_DOC if kind == "beir" else max_k
     # Candidates per retriever, as a user's search has them; asking for `depth` hits fetches
-    # deeper without moving the first ones (DBSF's window, `ctxr.retrieve.fusion`).
+    # deeper, normalised over the candidates as a default search is (`ctxr.retrieve.fusion`).
     pool = candidates or base.candidates
     chunker: Chunker | None = None
     keys: dict[str, str] = {}

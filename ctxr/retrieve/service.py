@@ -179,7 +179,8 @@ class SearchService:
         top = max(k, self.settings.rerank_candidates) if reranker else k
         retrieved = self.retrieve(queries, mode, depth, where)
         # More hits than candidates fetch deeper, but DBSF still normalises each ranking over
-        # its first `candidates` scores, so the first hits do not move (`ctxr.retrieve.fusion`).
+        # its first `candidates` scores: the retrievers keep the balance a default search has
+        # (`ctxr.retrieve.fusion`).
         params = replace(self._fusion, window=window)
         landing = self.settings.doc_ranking
         results = [fuse_records(r, top, fusion, params, landing) for r in retrieved]
