@@ -40,11 +40,11 @@ def split_command(files: tuple[Path, ...], max_tokens: int | None, as_json: bool
     outputs: list[dict[str, Any]] = []
     for file in files:
         doc = load_document(file)  # the same load and split as `ctxr index`
-        chunks = chunker(doc)
+        # The budget the chunker sizes with, computed once: reported below, passed to it.
+        language = chunk_budget(settings, doc, embedder)
+        chunks = chunker(doc, language)
         sizes.add(doc.kind, chunks)
         budget = settings.chunk_tokens_for(doc.kind)
-        # Detected again (a few windows, about a millisecond each) to say what was used.
-        language = chunk_budget(settings, doc, embedder)
         if as_json:
             outputs.append(render.split_json(doc, chunks, budget, language))
         else:

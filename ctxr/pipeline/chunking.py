@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
+from typing import Protocol
 
 from ctxr.config import Settings
 from ctxr.enrich.split import split_document
@@ -48,7 +49,7 @@ def chunk_budget(
     return fit_to_input(budget, doc.text, count, limit, settings.encoding)
 
 
-def default_chunker(settings: Settings, embedder: Embedder | None = None) -> Chunker:
+def default_chunker(settings: Settings, embedder: Embedder | None = None) -> BudgetedChunker:
     """ctxr's splitter with the run's settings: what `build_index` chunks files with.
 
     `CTXR_CHUNKING` picks structure (default), parent-child or semantic splitting; semantic
@@ -57,6 +58,8 @@ def default_chunker(settings: Settings, embedder: Embedder | None = None) -> Chu
     overlap and the parent budget are scaled with it, so they keep their share.
     When `embedder` counts its own tokens, its input is a hard cap: chunks it would truncate,
     with `CTXR_CONTEXT_RESERVE_TOKENS` kept for the context, are split further (`cap_chunks`).
+    A caller that has the document's `chunk_budget` already (`ctxr split` reports it) passes
+    it, so the language is not detected twice.
     """
     split_with: Callable[..., list[Chunk]]
     if settings.chunking == "parent":
@@ -95,10 +98,10 @@ def default_chunker(settings: Settings, embedder: Embedder | None = None) -> Chu
     limit = embedder.max_tokens - settings.context_reserve_tokens
     structure = settings.chunking == "structure"
 
-    def capped(doc: Document) -> list[Chunk]:
+    def capped(doc: Document, budget: LanguageBudget | None = None) -> list[Chunk]:
         # Counted on the text the embedder will read (identifiers split, for code).
         count = split_counter(embedder.count_tokens, splits(doc.kind, settings.split_identifiers))
-        budget = chunk_budget(settings, doc, embedder)
+        budget = budget or chunk_budget(settings, doc, embedder)
         if structure:  # the code splitter sizes its chunks to the embedder itself
             chunks = split(doc, budget, fits=lambda text: count(text) <= limit)
         else:
@@ -111,3 +114,9 @@ def default_chunker(settings: Settings, embedder: Embedder | None = None) -> Chu
 
 
 Chunker = Callable[[Document], list[Chunk]]
+
+
+class BudgetedChunker(Protocol):
+    """A `Chunker` that also takes the document's budget when the caller has it."""
+
+    def __call__(self, doc: Document, budget: LanguageBudget | None = None) -> list[Chunk]: ...
