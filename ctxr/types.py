@@ -68,6 +68,10 @@ class Document:
     # A Markdown file's YAML front matter, scalars as text (ctxr.enrich.load.front_matter);
     # written to each chunk's payload as `meta`, filterable as `meta.KEY`.
     meta: Mapping[str, str | tuple[str, ...]] = field(default_factory=dict)
+    # The natural language a prose document is written in ("en", "ja": py3langid's ISO 639-1
+    # labels), detected when it is split (`ctxr.enrich.language`); None for code or when unsure.
+    # Written to each chunk's payload as `natural_language`, filterable.
+    natural_language: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

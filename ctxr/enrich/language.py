@@ -7,8 +7,9 @@ seen as both (docs/DEPENDENCIES.md has the measured choice). A window counts onl
 model's calibrated probability reaches ``MIN_CONFIDENCE``; markup, numbers, code and a few
 words rarely do, and so detection fails into "unknown", never into a wrong language.
 
-The model loads once per process (about 0.8 s) and only when a prose document is split with
-language budgets on; each window then costs about half a millisecond.
+The model loads once per process (about 0.8 s), when the first prose document is split; each
+window then costs about half a millisecond. The language scales the chunk budget (unless
+``CTXR_LANGUAGE_BUDGETS`` is off) and goes into the payload as ``natural_language``.
 """
 
 from __future__ import annotations

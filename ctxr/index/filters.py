@@ -7,7 +7,9 @@ A filter is a mapping from a payload field to a condition; all conditions must h
      "language": "python",                    # equality
      "token_count": {"gte": 50, "lte": 400}}  # a range (gt, gte, lt, lte) on a number
 
-Fields (`FIELDS`): the keyword fields `doc_id`, `title`, `kind`, `language`, `doc_sha256`,
+Fields (`FIELDS`): the keyword fields `doc_id`, `title`, `kind`, `language` (a code file's
+programming language), `natural_language` (a prose document's, detected: "en", "ja"; an index
+written before it matches none until `--rebuild`), `doc_sha256`,
 `heading_path` (matches any heading in the trail) and `context_kind` take a string or a list of
 strings; the integer fields `index`, `start`, `end` and `token_count` take an integer, a list of
 integers, or a range. `meta.KEY` matches a key of a Markdown file's YAML front matter
@@ -50,6 +52,7 @@ FIELDS: dict[str, str] = {
     "title": KEYWORD,
     "kind": KEYWORD,
     "language": KEYWORD,
+    "natural_language": KEYWORD,
     "doc_sha256": KEYWORD,
     "heading_path": KEYWORD,
     "context_kind": KEYWORD,
@@ -242,7 +245,7 @@ def _one_source(pattern: str) -> Condition:
 # carrier point (its whole-document BM25, `ctxr.retrieve.documents`) as for its chunks.
 _DOCUMENT_FIELDS = frozenset(
     {"doc_id", "source", "source_dirs", "source_dir", "source_ext", "title", "kind", "language",
-     "doc_sha256"}
+     "natural_language", "doc_sha256"}
 )  # fmt: skip
 
 

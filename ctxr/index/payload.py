@@ -19,7 +19,8 @@ SPACE_AFTER_MAX = 256  # the longest whitespace run the writer stores after a ch
 # Payload fields we filter on get a keyword index, so deleting a document's points stays cheap
 # and a search filter on them is planned from the index.
 KEYWORD_FIELDS: Final = (
-    *("doc_id", "source", "kind", "language", "source_dirs", "source_dir", "source_ext"),
+    *("doc_id", "source", "kind", "language", "natural_language"),
+    *("source_dirs", "source_dir", "source_ext"),
 )
 
 _SPACE = re.compile(r"\s*")
@@ -35,6 +36,7 @@ class ChunkPayload(TypedDict):
     title: str
     kind: str
     language: str | None
+    natural_language: NotRequired[str | None]  # a prose document's, detected (`Document`)
     doc_sha256: str
     index: int
     start: int
@@ -75,6 +77,7 @@ def _fields(document: Document, situated: ContextualChunk) -> ChunkPayload:
         "title": document.title,
         "kind": document.kind,
         "language": document.language,
+        "natural_language": document.natural_language,
         "doc_sha256": document.sha256,
         "index": chunk.index,
         "start": chunk.start,

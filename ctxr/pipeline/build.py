@@ -26,7 +26,7 @@ from ctxr.index.owner import refuse_if_owned
 from ctxr.index.run_lock import index_lock
 from ctxr.index.store import factory as store_factory
 from ctxr.index.store.base import Store
-from ctxr.pipeline.chunking import Chunker, default_chunker
+from ctxr.pipeline.chunking import Chunker, run_chunker
 from ctxr.pipeline.collect import load_paths
 from ctxr.pipeline.prepare import prepare
 from ctxr.pipeline.prune import gone_documents, remove_documents
@@ -196,8 +196,8 @@ def _locked_run(
         recipe = document_recipe(settings, plan, chunker_name)
         with report.timed("load"):
             todo = collect(manifest, store, recipe, report, progress)
-        own = chunker or default_chunker(settings, embedder)
-        prepared = prepare(todo, own, plan, settings, analyzer, report, progress)
+        own, budget_for = run_chunker(settings, chunker, embedder)
+        prepared = prepare(todo, own, budget_for, plan, settings, analyzer, report, progress)
         write(prepared, manifest, store, embedder, analyzer, settings, recipe, report, progress)
         if own_embedder:
             # Every chunk is embedded: free the model before the HNSW build and the read-back

@@ -14,6 +14,7 @@ from ctxr.enrich.split.cap import cap_chunks, embedded_size
 from ctxr.enrich.split.inflation import (
     SCALED_KINDS,
     LanguageBudget,
+    detected_budget,
     fit_to_input,
     language_budget,
     plain_budget,
@@ -29,10 +30,13 @@ from ctxr.types import Chunk, Document
 def document_budget(settings: Settings, doc: Document) -> LanguageBudget:
     """The chunk budget of `doc`: its kind's (`CTXR_CHUNK_TOKENS_BY_KIND`, else
     `CTXR_CHUNK_TOKENS`), scaled for a prose document by its language's token inflation
-    unless `CTXR_LANGUAGE_BUDGETS` is off (`ctxr.enrich.split.inflation`)."""
+    unless `CTXR_LANGUAGE_BUDGETS` is off (`ctxr.enrich.split.inflation`). A prose document's
+    language is detected either way: it goes into the payload."""
     budget = settings.chunk_tokens_for(doc.kind)
-    if not settings.language_budgets or doc.kind not in SCALED_KINDS:
+    if doc.kind not in SCALED_KINDS:
         return plain_budget(budget)
+    if not settings.language_budgets:
+        return detected_budget(doc.text, budget)
     return language_budget(doc.text, budget, settings.encoding)
 
 
@@ -120,3 +124,21 @@ class BudgetedChunker(Protocol):
     """A `Chunker` that also takes the document's budget when the caller has it."""
 
     def __call__(self, doc: Document, budget: LanguageBudget | None = None) -> list[Chunk]: ...
+
+
+def run_chunker(
+    settings: Settings, chunker: Chunker | None, embedder: Embedder | None
+) -> tuple[BudgetedChunker, Callable[[Document], LanguageBudget]]:
+    """What a run splits with (ctxr's splitter unless `chunker` is given) and how it gets
+    each document's budget, whose detected language the payload keeps. A given chunker sizes
+    its chunks itself: its documents get the language only."""
+    if chunker is None:
+        return default_chunker(settings, embedder), functools.partial(
+            chunk_budget, settings, embedder=embedder
+        )
+    given = chunker
+
+    def split(doc: Document, budget: LanguageBudget | None = None) -> list[Chunk]:
+        return given(doc)
+
+    return split, functools.partial(document_budget, settings)

@@ -1,17 +1,21 @@
-"""Preparing documents for the writer: split each one, give every chunk its context, count each
-chunk's BM25 terms (the terms themselves are made batch by batch when written, `write.py`)."""
+"""Preparing documents for the writer: split each one (noting its detected language), give every
+chunk its context, count each chunk's BM25 terms (the terms themselves are made batch by batch
+when written, `write.py`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from ctxr.config import Settings
 from ctxr.enrich.situate.contexts import ContextPlan, ContextsInterrupted, situate_all
+from ctxr.enrich.split.inflation import LanguageBudget
 from ctxr.index import components
 from ctxr.index.bm25.analyzer import Bm25Analyzer
 from ctxr.index.bm25.documents import carries_document_vector
 from ctxr.pipeline.chunk_sizes import ChunkSizes
-from ctxr.pipeline.chunking import Chunker
+from ctxr.pipeline.chunking import BudgetedChunker
 from ctxr.pipeline.report import IndexReport
 from ctxr.pipeline.write import Prepared
 from ctxr.progress import Progress
@@ -33,7 +37,8 @@ def document_terms(document: Document, settings: Settings, analyzer: Bm25Analyze
 
 def prepare(
     documents: list[Document],
-    chunker: Chunker,
+    chunker: BudgetedChunker,
+    budget_for: Callable[[Document], LanguageBudget],
     plan: ContextPlan,
     settings: Settings,
     analyzer: Bm25Analyzer,
@@ -45,7 +50,10 @@ def prepare(
     sizes = ChunkSizes()
     with report.timed("split"):
         for document in documents:
-            chunks = chunker(document)
+            budget = budget_for(document)  # detects the language once, for both uses
+            chunks = chunker(document, budget)
+            if budget.language is not None:
+                document = replace(document, natural_language=budget.language)
             pairs.append((document, chunks))
             sizes.add(document.kind, chunks)
             progress.advance(SPLIT_PHASE)

@@ -38,6 +38,7 @@ __all__ = [
     "INFLATION",
     "SCALED_KINDS",
     "LanguageBudget",
+    "detected_budget",
     "fit_to_input",
     "language_budget",
     "plain_budget",
@@ -103,6 +104,12 @@ class LanguageBudget:
 
 def plain_budget(max_tokens: int) -> LanguageBudget:
     return LanguageBudget(None, 1.0, max_tokens, max_tokens)
+
+
+def detected_budget(text: str, max_tokens: int) -> LanguageBudget:
+    """``max_tokens`` unscaled, with ``text``'s language detected (language budgets off: the
+    language still goes into the payload)."""
+    return LanguageBudget(dominant(detect_windows(text)), 1.0, max_tokens, max_tokens)
 
 
 def language_budget(text: str, max_tokens: int, encoding: str) -> LanguageBudget:
