@@ -59,7 +59,8 @@ a PDF) and `score`; `warnings` says when hits are not as asked.
 Modes: "hybrid" (default; meaning and exact words), "bm25" (exact identifiers, error codes,
 names), "dense" (paraphrases, concepts). Use `filters` to restrict by payload fields, e.g.
 {"source": "docs/"} (a path prefix), {"kind": ["markdown", "code"]}, {"language": "python"},
-{"token_count": {"gte": 50}}. Set merge=true to join adjacent hits of one document."""
+{"natural_language": "ja"} (a prose document's detected language), {"token_count": {"gte": 50}}.
+Set merge=true to join adjacent hits of one document."""
 
 DOCUMENT_DOC = """\
 Read one indexed document in order: its chunks with their contexts, headings and offsets.
