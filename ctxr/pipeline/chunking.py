@@ -27,15 +27,17 @@ from ctxr.index.embed.identifiers import split_counter, splits
 from ctxr.types import Chunk, Document
 
 
-def document_budget(settings: Settings, doc: Document) -> LanguageBudget:
+def document_budget(
+    settings: Settings, doc: Document, scaled: bool | None = None
+) -> LanguageBudget:
     """The chunk budget of `doc`: its kind's (`CTXR_CHUNK_TOKENS_BY_KIND`, else
     `CTXR_CHUNK_TOKENS`), scaled for a prose document by its language's token inflation
-    unless `CTXR_LANGUAGE_BUDGETS` is off (`ctxr.enrich.split.inflation`). A prose document's
-    language is detected either way: it goes into the payload."""
+    unless `scaled` (default `CTXR_LANGUAGE_BUDGETS`) is off (`ctxr.enrich.split.inflation`).
+    A prose document's language is detected either way: it goes into the payload."""
     budget = settings.chunk_tokens_for(doc.kind)
     if doc.kind not in SCALED_KINDS:
         return plain_budget(budget)
-    if not settings.language_budgets:
+    if not (settings.language_budgets if scaled is None else scaled):
         return detected_budget(doc.text, budget)
     return language_budget(doc.text, budget, settings.encoding)
 
@@ -131,7 +133,7 @@ def run_chunker(
 ) -> tuple[BudgetedChunker, Callable[[Document], LanguageBudget]]:
     """What a run splits with (ctxr's splitter unless `chunker` is given) and how it gets
     each document's budget, whose detected language the payload keeps. A given chunker sizes
-    its chunks itself: its documents get the language only."""
+    its chunks itself: its documents get the language only, not the scaling's token counts."""
     if chunker is None:
         return default_chunker(settings, embedder), functools.partial(
             chunk_budget, settings, embedder=embedder
@@ -141,4 +143,4 @@ def run_chunker(
     def split(doc: Document, budget: LanguageBudget | None = None) -> list[Chunk]:
         return given(doc)
 
-    return split, functools.partial(document_budget, settings)
+    return split, functools.partial(document_budget, settings, scaled=False)

@@ -11,8 +11,9 @@ from fakes.hash_embedder import HashEmbedder
 
 from ctxr.config import Settings, load_settings
 from ctxr.enrich import language
-from ctxr.pipeline.build import build_index
+from ctxr.pipeline.build import build_index, index_documents
 from ctxr.retrieve.service import SearchService
+from ctxr.types import Chunk, Document, chunk_id_for, text_hash
 
 UDHR = json.loads((Path(__file__).parents[1] / "data/languages/udhr_1_3.json").read_text())
 
@@ -74,3 +75,18 @@ def test_each_document_is_detected_once(tmp_path: Path, monkeypatch: pytest.Monk
     settings = load_settings(index_dir=tmp_path / "idx", cache_dir=tmp_path / "cache")
     build_index([_corpus(tmp_path)], settings, embedder=HashEmbedder())
     assert len(seen) == 3  # the three prose documents, once each; none for the code file
+
+
+def test_a_given_chunker_keeps_its_chunks_and_gets_the_language(tmp_path: Path) -> None:
+    # An evaluation set's own chunks: one chunk a document, whatever the budget would say.
+    def whole(doc: Document) -> list[Chunk]:
+        return [Chunk(chunk_id_for(doc.doc_id, 0), doc.doc_id, 0, doc.text, 0, len(doc.text), 9)]
+
+    texts = {code: "\n\n".join(UDHR["texts"][code]) for code in ("en", "ja")}
+    docs = [Document(code, f"udhr-{code}.txt", text, "text", code, text_hash(text))
+            for code, text in texts.items()]  # fmt: skip
+    settings = load_settings(index_dir=tmp_path / "idx", cache_dir=tmp_path / "cache")
+    index_documents(docs, settings, chunker=whole, chunker_name="whole", embedder=HashEmbedder())
+    assert _payloads(settings) == {"udhr-en.txt": {"en"}, "udhr-ja.txt": {"ja"}}
+    with SearchService(settings, embedder=HashEmbedder()) as service:
+        assert service.stats()["points"] == 2  # the chunker's chunks, not the splitter's
