@@ -12,7 +12,7 @@ from typing import get_args
 import click
 from click.core import ParameterSource
 
-from ctxr.cli.options import flags_for, index_option
+from ctxr.cli.options import flags_for, follow_links_option, index_option
 from ctxr.config import CHUNKINGS, CONTEXT_MODES, load_settings
 from ctxr.types import NonDocument
 
@@ -52,7 +52,13 @@ INTERRUPTED = 130
     type=click.Choice(get_args(NonDocument)),
     help="also index this kind of non-document text (repeatable) [CTXR_INCLUDE]",
 )
-@click.option("-v", "--verbose", is_flag=True, help="list every skipped path and why")
+@follow_links_option
+@click.option(
+    "-v",
+    "--verbose",
+    is_flag=True,
+    help="list every skipped path and why; show the embedded word pieces per document one",
+)
 @click.option("--json", "as_json", is_flag=True, help="print the report as JSON")
 @click.option("--dry-run", is_flag=True, help="only estimate the cost; write nothing")
 def index_command(
@@ -66,6 +72,7 @@ def index_command(
     strict: bool,
     batch: bool | None,
     include: tuple[str, ...],
+    follow_links: bool | None,
     verbose: bool,
     as_json: bool,
     dry_run: bool,
@@ -90,6 +97,7 @@ def index_command(
         chunking=chunking,
         llm_batch=batch,
         include=list(include) or None,
+        follow_links=follow_links,
     )
     plan = resolve_context(settings)
     if plan.kind == "llm" and not dry_run:

@@ -7,9 +7,11 @@ here format or print (results to stdout, summaries to stderr); none computes any
 from __future__ import annotations
 
 import json
+import re
 from typing import TYPE_CHECKING, Any
 
 import click
+from rich.cells import cell_len
 from rich.console import Console
 from rich.table import Table
 
@@ -25,54 +27,68 @@ out_console = Console()
 
 
 def print_index_summary(report: IndexReport, verbose: bool = False) -> None:
-    table = Table(title=f"ctxr index: {report.index_dir}", show_header=False)
-    table.add_row("files seen", str(report.files_seen))
-    table.add_row("documents indexed", str(report.documents_indexed))
-    table.add_row("documents unchanged", str(report.documents_unchanged))
-    table.add_row("documents removed", str(report.documents_removed))
-    table.add_row("chunks written", str(report.chunks_written))
+    rows: list[tuple[str, str]] = [
+        ("index", str(report.index_dir)),  # folded below, once the column's width is known
+        ("files seen", str(report.files_seen)),
+        ("documents indexed", str(report.documents_indexed)),
+        ("documents unchanged", str(report.documents_unchanged)),
+        ("documents removed", str(report.documents_removed)),
+        ("chunks written", str(report.chunks_written)),
+    ]
     for kind, sizes in report.chunk_sizes.items():
-        table.add_row(f"  {kind} chunk tokens", size_line(sizes))
-    if amplification := report.amplification():
+        rows.append((f"  {kind} chunk tokens", size_line(sizes)))
+    # How much more the embedder read than the documents hold (contexts, prefixes, overlap):
+    # a tuning figure, not news for a first run, so only with --verbose (always in --json).
+    if verbose and (amplification := report.amplification()):
         parts = ", ".join(f"{kind} {ratio:.2f}x" for kind, ratio in amplification.items())
-        table.add_row("embedded per document word piece", parts)
-    table.add_row("points in index", str(report.points_total))
-    table.add_row("contexts", report.context_kind)
+        rows.append(("embedded per document word piece", parts))
+    rows.append(("points in index", str(report.points_total)))
+    rows.append(("contexts", report.context_kind))
     if report.contexts:
         c = report.contexts
         dollars = c.dollars
-        table.add_row("LLM", f"{c.provider} {c.model}")
-        table.add_row(
+        rows.append(("LLM", f"{c.provider} {c.model}"))
+        rows.append((
             "LLM requests",
             f"{c.requests} ({c.retries} retries, {c.failures} failed, {c.flagged} not a "
             f"context, {c.response_cache_hits} answered from cache)",
-        )
+        ))  # fmt: skip
         hour = f" (+{c.cache_write_1h_tokens:,} for 1 h)" if c.cache_write_1h_tokens else ""
-        table.add_row(
+        rows.append((
             "LLM tokens",
             f"{c.input_tokens:,} in, {c.cache_write_tokens:,} cache write{hour}, "
             f"{c.cache_read_tokens:,} cache read ({c.cache_read_share:.0%} of prompt), "
             f"{c.output_tokens:,} out",
-        )
+        ))  # fmt: skip
         if (b := c.batch) is not None:
-            table.add_row(
+            rows.append((
                 "batches",
                 f"{b.submitted} submitted, {b.resumed} resumed, {b.ended} ended; requests "
                 f"{b.succeeded} answered, {b.errored} errored, {b.expired} expired, "
                 f"{b.canceled} canceled, {b.reused} reused",
-            )
-        table.add_row("cache writes", f"{c.cache_writes} for {c.documents} documents")
-        table.add_row("cost", "unknown" if dollars is None else f"${dollars:.4f}")
+            ))  # fmt: skip
+        rows.append(("cache writes", f"{c.cache_writes} for {c.documents} documents"))
+        rows.append(("cost", "unknown" if dollars is None else f"${dollars:.4f}"))
     rates = report.rates()
-    table.add_row(
+    rows.append((
         "throughput",
         f"{rates['documents_per_second']:,.2f} documents/s, "
         f"{rates['chunks_per_second']:,.1f} chunks/s",
-    )
-    table.add_row("time", f"{report.seconds:.1f} s")
-    table.add_row("  where it went", stage_line(report.stages()))
+    ))  # fmt: skip
+    rows.append(("time", f"{report.seconds:.1f} s"))
+    rows.append(("  where it went", stage_line(report.stages())))
     if report.optimize_seconds:
-        table.add_row("HNSW build", f"{report.optimize_seconds:.1f} s")
+        rows.append(("HNSW build", f"{report.optimize_seconds:.1f} s"))
+    # Two columns, three rules and a space either side of each cell: what is left is the
+    # value column, and the index path folds to it at its separators.
+    label_width = max(len(label) for label, _ in rows)
+    value_width = max(16, err_console.width - label_width - 7)
+    rows[0] = ("index", fold_path(rows[0][1], value_width))
+    table = Table(title="ctxr index", show_header=False)
+    table.add_column(no_wrap=True)
+    table.add_column(overflow="fold")
+    for label, value in rows:
+        table.add_row(label, value)
     err_console.print(table)
     if report.skipped:
         from ctxr.enrich.load.kinds import summarize_skips
@@ -139,19 +155,40 @@ def print_hits(query: str, hits: list[Hit]) -> None:
     if not hits:
         out_console.print(f"no hits for {query!r}", highlight=False)
         return
+    # Widths fixed here rather than by rich's ratios, so that a source path can be folded at
+    # its separators to exactly its column: four columns take five rules and two spaces each.
+    rank_width = len(str(max(hit.rank for hit in hits)))
+    score_width = 18
+    rest = max(out_console.width - 13 - rank_width - score_width, 32)
+    source_width = max(rest * 2 // 5, 14)
     table = Table(title=f"{len(hits)} hits for {query!r}", show_lines=True)
-    table.add_column("#", justify="right")
-    table.add_column("source / section", overflow="fold", ratio=2)
-    table.add_column("snippet", ratio=3)
-    table.add_column("score (dense, bm25 ranks)")
+    table.add_column("#", justify="right", width=rank_width)
+    table.add_column("source / section", overflow="fold", width=source_width)
+    table.add_column("snippet", overflow="fold", width=rest - source_width)
+    table.add_column("score (dense, bm25 ranks)", width=score_width)
     for hit in hits:
-        where = hit.source + (f" (p. {', '.join(map(str, hit.pages))})" if hit.pages else "")
+        where = fold_path(hit.source, source_width)
+        where += f" (p. {', '.join(map(str, hit.pages))})" if hit.pages else ""
         where += ("\n" + " > ".join(hit.heading_path)) if hit.heading_path else ""
         snippet = " ".join(hit.text.split())
         snippet = snippet[:200] + ("…" if len(snippet) > 200 else "")
         ranks = ", ".join(f"{name} #{s.rank}" for name, s in hit.scores.items())
         table.add_row(str(hit.rank), where, snippet, f"{hit.score:.4f}\n{ranks}")
     out_console.print(table, highlight=False)
+
+
+def fold_path(path: str, width: int) -> str:
+    """`path` on lines of at most `width` cells, broken after its separators so that no
+    name is cut (`examples/docs/` / `backup-restore.md`); only a name longer than the width
+    itself is left for the table to fold."""
+    lines: list[str] = []
+    line = ""
+    for part in re.split(r"(?<=[/\\])", path):
+        if line and cell_len(line + part) > width:
+            lines.append(line)
+            line = ""
+        line += part
+    return "\n".join([*lines, line])
 
 
 def print_warnings(warnings: list[str]) -> None:
