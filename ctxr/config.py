@@ -80,6 +80,10 @@ class Settings(BaseSettings):
     # shared/data above the working directory or the package (`ctxr.eval.datasets`).
     data_dir: Path | None = Field(None, description="evaluation data; default ../shared/data")
     max_file_bytes: int = Field(20_000_000, ge=1, description="larger files are skipped")
+    # Links that resolve outside the indexed folders are skipped unless this is on (walk.Links).
+    follow_links: bool = Field(
+        False, description="follow links that lead outside the indexed folders"
+    )
     # Text that is not a document (ctxr.enrich.load.kinds) is skipped unless named here.
     include: Annotated[frozenset[str], NoDecode] = Field(
         frozenset(), description="non-documents to index anyway: markup,minified,lock,data"
@@ -227,6 +231,33 @@ class Settings(BaseSettings):
     )
     api_access_log: bool = Field(True, description="one JSON line per request on stderr")
     api_log_queries: bool = Field(False, description="put query text in the access log")
+    # What a request may cost the server: the whole body within a deadline (408 after), open
+    # connections (503 beyond), paid rerank calls (422 beyond).
+    api_body_timeout: float = Field(
+        30.0, gt=0, description="seconds a client has to send a request's whole body"
+    )
+    api_max_connections: int = Field(
+        512, ge=1, description="open connections beyond which new requests get 503"
+    )
+    api_max_rerank_queries: int = Field(
+        4, ge=1, description="most queries one request may rerank with llm or http (paid)"
+    )
+    # Host names both servers answer besides localhost and IP addresses (DNS rebinding).
+    api_allowed_hosts: Annotated[tuple[str, ...], NoDecode] = Field(
+        (), description="Host header names the servers accept: NAME,...; * accepts any"
+    )
+    # Changing what a served index holds (POST /index/update) is not searching: it needs the
+    # owner file's token or this one, never CTXR_API_TOKEN, and reads only indexed folders.
+    api_update_token: SecretStr | None = Field(
+        None, description="bearer token for POST /index/update, besides the owner file's"
+    )
+    api_update_roots: Annotated[tuple[str, ...], NoDecode] = Field(
+        (), description="folders updates may read besides those the index was built from: PATH,..."
+    )
+    mcp_max_sessions: int = Field(100, ge=1, description="open MCP HTTP sessions; more get 503")
+    mcp_session_idle_timeout: float = Field(
+        600.0, gt=0, description="seconds an idle MCP HTTP session is kept"
+    )
 
     @field_validator("fusion_weights", mode="before")
     @classmethod
@@ -237,6 +268,13 @@ class Settings(BaseSettings):
     @classmethod
     def _include_parse(cls, value: Any) -> Any:
         return parse_include(value) if isinstance(value, str | list | tuple | set) else value
+
+    @field_validator("api_allowed_hosts", "api_update_roots", mode="before")
+    @classmethod
+    def _list_parse(cls, value: Any) -> Any:
+        if isinstance(value, str):  # NAME,NAME from the environment or a flag
+            return tuple(part.strip() for part in value.split(",") if part.strip())
+        return value
 
     @field_validator("chunk_tokens_by_kind", mode="before")
     @classmethod

@@ -10,6 +10,15 @@ index_option = click.option(
     "--index", "index_dir", type=click.Path(path_type=Path), help="index directory [./.ctxr]"
 )
 
+# None when not given: CTXR_FOLLOW_LINKS (default false) decides.
+follow_links_option = click.option(
+    "--follow-links",
+    is_flag=True,
+    default=None,
+    help="follow links that lead outside the indexed folders (skipped otherwise) "
+    "[CTXR_FOLLOW_LINKS]",
+)
+
 # The flag that sets each setting, where its name is not the setting's own (`--rrf-k` for
 # rrf_k is found by rule): a bad value is then reported under the flag the user typed.
 FLAGS = {"index_dir": "--index", "llm_batch": "--batch"}

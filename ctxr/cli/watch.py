@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ctxr.cli.options import index_option
+from ctxr.cli.options import follow_links_option, index_option
 from ctxr.config import Settings, load_settings
 from ctxr.errors import ConfigError, CtxrError, IndexInUseError
 
@@ -47,7 +47,10 @@ RETRY_SECONDS = 0.25  # an index held by a search or a run is usually free again
     show_default=True,
     help="milliseconds of quiet before the changes are indexed",
 )
-def watch_command(paths: tuple[Path, ...], index_dir: Path | None, debounce: int) -> None:
+@follow_links_option
+def watch_command(
+    paths: tuple[Path, ...], index_dir: Path | None, debounce: int, follow_links: bool | None
+) -> None:
     """Keep an index in step with folders: changed, added and deleted files are re-indexed as
     they change, one line per update, until Ctrl-C. Beside a running `ctxr serve` on the same
     index the updates go through the server."""
@@ -55,7 +58,7 @@ def watch_command(paths: tuple[Path, ...], index_dir: Path | None, debounce: int
 
     from ctxr.pipeline.update import changed_targets
 
-    settings = load_settings(index_dir=index_dir)
+    settings = load_settings(index_dir=index_dir, follow_links=follow_links)
     roots = [str(p) for p in paths]
     updater = Updater(roots, settings)
     index = Path(settings.index_dir).resolve()

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ctxr.config import Settings
-from ctxr.enrich.load.kinds import is_kind_skip
 from ctxr.enrich.load.walk import display_path
 from ctxr.enrich.situate.contexts import ContextPlan, resolve_context
 from ctxr.index import components, integrity
@@ -98,11 +97,13 @@ def build_index(
     ) -> list[Document]:
         todo = load_changed(paths, settings, manifest, recipe, report, bar)
         if prune:
-            # Gone from an indexed directory, or skipped now as a binary or a non-document
-            # (an SVG indexed by an older ctxr).
-            roots = [display_path(p).rstrip("/") for p in paths if Path(p).is_dir()]
-            not_documents = {s.path for s in report.skipped if is_kind_skip(s.reason)}
-            gone = gone_documents(manifest, roots, not_documents)
+            # Gone from a given path, or passed over by this walk for any reason (emptied,
+            # newly ignored, hidden, too large, a link not followed, a binary or non-document),
+            # as `ctxr watch` prunes: the index must not answer with what a file no longer
+            # says. A file that failed to load keeps its last good version.
+            targets = [display_path(p).rstrip("/") or "/" for p in paths]
+            skipped = {s.path for s in report.skipped}
+            gone = gone_documents(manifest, targets, skipped)
             remove_documents(gone, manifest, store, report)
         return todo
 
@@ -278,7 +279,12 @@ def load_changed(
 ) -> list[Document]:
     todo: list[Document] = []
     for document in load_paths(
-        paths, settings.max_file_bytes, report, progress, include=settings.include
+        paths,
+        settings.max_file_bytes,
+        report,
+        progress,
+        include=settings.include,
+        follow_links=settings.follow_links,
     ):
         if manifest.is_current(document.doc_id, document.sha256, recipe):
             report.documents_unchanged += 1

@@ -41,6 +41,7 @@ def load_paths(
     tally: Tally,
     progress: Progress | None = None,
     include: Collection[str] = (),
+    follow_links: bool = False,
 ) -> Iterator[Document]:
     """Every loadable document under `paths`, in walk order; skips and failures go to `tally`.
 
@@ -49,7 +50,7 @@ def load_paths(
     """
     progress = progress or NullProgress()
     progress.start("files", None)
-    for item in walk(paths, max_file_bytes):
+    for item in walk(paths, max_file_bytes, follow_links=follow_links):
         if isinstance(item, Skipped):
             tally.skipped.append(item)
             continue

@@ -86,7 +86,15 @@ def default_model(settings: Settings) -> str:
 def estimate_paths(paths: Sequence[str | Path], settings: Settings, **options: Any) -> Estimate:
     """Estimate indexing files and folders, loaded exactly as `build_index` loads them."""
     tally = LoadTally()
-    documents = list(load_paths(paths, settings.max_file_bytes, tally, include=settings.include))
+    documents = list(
+        load_paths(
+            paths,
+            settings.max_file_bytes,
+            tally,
+            include=settings.include,
+            follow_links=settings.follow_links,
+        )
+    )
     result = estimate_documents(documents, settings, **options)
     result.files_seen, result.skipped, result.failed = tally.files_seen, tally.skipped, tally.failed
     return result

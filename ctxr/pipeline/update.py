@@ -56,7 +56,10 @@ def update_index(
     ) -> list[Document]:
         files: list[Path] = []
         for root, path in targets:
-            for item in walk_changed(root, [path], settings.max_file_bytes):
+            for item in walk_changed(
+                root, [path], settings.max_file_bytes,
+                follow_links=settings.follow_links, roots=roots,
+            ):  # fmt: skip
                 if isinstance(item, Skipped):
                     report.skipped.append(item)
                 else:

@@ -181,6 +181,32 @@ def test_no_prune_keeps_deleted_documents(tmp_path: Path) -> None:
     assert _sources(settings, "banana", "bm25") == set()
 
 
+def test_emptied_and_newly_ignored_files_are_pruned(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    (corpus / "drafts").mkdir(parents=True)
+    (corpus / "a.md").write_text("# A\n\nalpha apricot\n", encoding="utf-8")
+    (corpus / "b.md").write_text("# B\n\nbeta banana\n", encoding="utf-8")
+    (corpus / "drafts" / "c.md").write_text("# C\n\ngamma cherry\n", encoding="utf-8")
+    (corpus / "d.md").write_text("# D\n\ndelta date\n", encoding="utf-8")
+    settings = _hash_settings(tmp_path)
+    build_index([corpus], settings, embedder=HashEmbedder())
+    build_index([corpus / "d.md"], settings, embedder=HashEmbedder())  # named: pruned alike
+    (corpus / "a.md").write_bytes(b"")
+    (corpus / "d.md").write_bytes(b"")
+    (corpus / ".gitignore").write_text("b.md\ndrafts/\n", encoding="utf-8")
+
+    kept = build_index([corpus, corpus / "d.md"], settings, embedder=HashEmbedder(), prune=False)
+    assert kept.documents_removed == 0
+    assert _sources(settings, "apricot banana cherry date", "bm25") == {
+        (corpus / n).as_posix() for n in ("a.md", "b.md", "drafts/c.md", "d.md")
+    }
+
+    pruned = build_index([corpus, corpus / "d.md"], settings, embedder=HashEmbedder())
+    assert pruned.documents_removed == 4
+    assert _sources(settings, "apricot banana cherry date", "bm25") == set()
+    assert Manifest.load(tmp_path / "idx").documents == {}
+
+
 def test_changed_chunk_size_reindexes(tmp_path: Path) -> None:
     corpus = tmp_path / "corpus"
     corpus.mkdir()

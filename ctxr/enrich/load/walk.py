@@ -6,8 +6,10 @@ the caller records them and moves on.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
+import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,34 +58,47 @@ def _ignore_spec(root: Path) -> pathspec.GitIgnoreSpec | None:
     return pathspec.GitIgnoreSpec.from_lines(lines) if lines else None
 
 
-def walk(paths: Sequence[str | Path], max_file_bytes: int) -> Iterator[Path | Skipped]:
+def walk(
+    paths: Sequence[str | Path], max_file_bytes: int, *, follow_links: bool = False
+) -> Iterator[Path | Skipped]:
     """Every candidate file under `paths`, in a stable order, or a `Skipped` for each excluded one.
 
-    A path named explicitly is always considered, even if hidden; inside directories, hidden
-    entries and those matched by the directory's .gitignore/.ctxrignore are skipped.
+    A path named explicitly is always considered, even if hidden or a link; inside directories,
+    hidden entries, those matched by the directory's .gitignore/.ctxrignore and links (`Links`)
+    are skipped. The walk keeps its own stack, so no depth of folders exhausts recursion.
     """
+    links = Links.of(paths, follow_links)
     for given in paths:
         root = Path(given)
-        if root.is_file():
+        try:
+            is_dir = stat.S_ISDIR(os.stat(root).st_mode)
+        except OSError as exc:
+            yield Skipped(display_path(given), _cannot_stat(exc))
+            continue
+        if not is_dir:
             yield _size_checked(root, max_file_bytes)
             continue
-        if not root.is_dir():
-            yield Skipped(display_path(given), "no such file or directory")
-            continue
-        yield from _walk_tree(root, root, _ignore_spec(root), max_file_bytes)
+        yield from _walk_tree(root, root, _ignore_spec(root), max_file_bytes, links)
 
 
 def walk_changed(
-    root: str | Path, changed: Sequence[Path], max_file_bytes: int
+    root: str | Path,
+    changed: Sequence[Path],
+    max_file_bytes: int,
+    *,
+    follow_links: bool = False,
+    roots: Sequence[str | Path] = (),
 ) -> Iterator[Path | Skipped]:
     """What `walk([root])` yields for the files at or under `changed`, without walking the rest.
 
     `changed` are paths under `root`, spelled as the walk spells them (`root / relative`): the
     live index re-reads only what changed, under the same rules as a whole walk (hidden
-    entries, the root's ignore files, the size limit). A changed directory is walked whole; a
-    path that no longer exists yields nothing.
+    entries, the root's ignore files, links, the size limit). A changed directory is walked
+    whole; a path that no longer exists yields nothing. `roots` are all the folders watched
+    with `root` (a link into any of them is inside); default: `root` alone.
     """
     top = Path(root)
+    links = Links.of(roots or [root], follow_links)
     if top.is_file():
         if top in changed:
             yield _size_checked(top, max_file_bytes)
@@ -91,49 +106,148 @@ def walk_changed(
     spec = _ignore_spec(top)
     for path in changed:
         rel = path.relative_to(top)
-        excluded = _excluded_ancestor(top, rel, spec)
+        excluded = _excluded_ancestor(top, rel, spec, links)
         if excluded is not None:
             yield excluded
-        elif path.is_dir():
+        elif _is_dir(path):
             if rel.parts:  # the directory itself, as its parent's walk would judge it
-                judged = _judge_dir(path, rel.parent, spec)
+                judged = _judge_dir(path, rel.parent, spec) or links.judge_dir(path)
                 if judged is not None:
                     yield judged
                     continue
-            yield from _walk_tree(top, path, spec, max_file_bytes)
-        elif path.is_file():
-            yield _judge_file(path, rel.parent, spec, max_file_bytes)
+            yield from _walk_tree(top, path, spec, max_file_bytes, links)
+        elif os.path.lexists(path):
+            yield _judge_file(path, rel.parent, spec, max_file_bytes, links)
+
+
+# Why the walk passed over a link or a special file. Each reason's words before the first ";"
+# or " (" are its label in the run's summary (`summarize_skips`), so they stay fixed.
+LINK_OUTSIDE = (
+    "link outside the indexed folders; not followed (to follow links: --follow-links or "
+    "CTXR_FOLLOW_LINKS=true)"
+)
+LINK_INSIDE = "link inside the indexed folders; its target is read under its own name, once"
+BROKEN_LINK = "broken link; its target does not exist"
+LINK_LOOP = "link loop; it resolves to itself"
+ALREADY_WALKED = "folder already walked; a followed link leads back to it"
+NOT_REGULAR = "not a regular file (a FIFO, device or socket); only regular files are read"
+PATH_TOO_LONG = "path too long for the system (ENAMETOOLONG); move it to a shorter path"
+
+
+@dataclass(slots=True)
+class Links:
+    """What the walk does with a symbolic link inside the given folders.
+
+    A link that resolves inside a given path (`roots`, real paths) is skipped: its target is
+    walked under its own name, so no file is indexed twice, and no link leads the walk round in
+    a loop. A link that resolves outside is skipped too, unless `follow` (``--follow-links``,
+    ``CTXR_FOLLOW_LINKS``): a cloned repository must not pull ``~/.aws/credentials`` into an
+    index that ``serve`` hands out. Broken links and link loops are skipped by name. While
+    following, every folder is walked once (`walked`: device and inode), so a link back to a
+    folder already walked is skipped rather than walked again.
+    """
+
+    roots: tuple[str, ...]
+    follow: bool
+    walked: set[tuple[int, int]]
+
+    @classmethod
+    def of(cls, paths: Sequence[str | Path], follow: bool) -> Links:
+        roots = tuple(os.path.realpath(p) for p in paths if os.path.lexists(p))
+        return cls(roots, follow, set())
+
+    def judge(self, path: Path) -> Skipped | None:
+        """Why the walk passes over the link `path`, or None to follow it."""
+        try:
+            target = os.path.realpath(path, strict=True)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                return Skipped(display_path(path), LINK_LOOP)
+            if exc.errno == errno.ENOENT:
+                return Skipped(display_path(path), BROKEN_LINK)
+            return Skipped(display_path(path), _cannot_stat(exc))
+        if any(target == r or target.startswith(r.rstrip(os.sep) + os.sep) for r in self.roots):
+            return Skipped(display_path(path), LINK_INSIDE)
+        return None if self.follow else Skipped(display_path(path), LINK_OUTSIDE)
+
+    def judge_dir(self, path: Path) -> Skipped | None:
+        return self.judge(path) if path.is_symlink() else None
+
+    def first_visit(self, path: Path) -> bool:
+        """Whether the walk enters folder `path` for the first time (always, not following)."""
+        if not self.follow:
+            return True  # no link is descended, so no folder can be reached twice
+        try:
+            info = os.stat(path)
+        except OSError:
+            return True  # the listing that follows names the error
+        key = (info.st_dev, info.st_ino)
+        if key in self.walked:
+            return False
+        self.walked.add(key)
+        return True
 
 
 def _excluded_ancestor(
-    top: Path, rel: Path, spec: pathspec.GitIgnoreSpec | None
+    top: Path, rel: Path, spec: pathspec.GitIgnoreSpec | None, links: Links
 ) -> Skipped | None:
     """The `Skipped` of the first directory between `top` and `rel` that the walk passes over."""
     parts = rel.parts[:-1]
     for depth, _ in enumerate(parts):
-        judged = _judge_dir(top.joinpath(*parts[: depth + 1]), Path(*parts[:depth]), spec)
+        folder = top.joinpath(*parts[: depth + 1])
+        judged = _judge_dir(folder, Path(*parts[:depth]), spec) or links.judge_dir(folder)
         if judged is not None:
             return judged
     return None
 
 
+def _is_dir(path: Path | os.DirEntry[str]) -> bool:
+    try:
+        return path.is_dir()  # through a link: a link to a folder is judged as a folder
+    except OSError:
+        return False
+
+
 def _walk_tree(
-    root: Path, top: Path, spec: pathspec.GitIgnoreSpec | None, max_file_bytes: int
+    root: Path,
+    top: Path,
+    spec: pathspec.GitIgnoreSpec | None,
+    max_file_bytes: int,
+    links: Links,
 ) -> Iterator[Path | Skipped]:
-    """The walk of `top` (root itself or a directory under it) under `root`'s ignore rules."""
-    for dirpath, dirnames, filenames in os.walk(top):
-        here = Path(dirpath)
+    """The walk of `top` (root itself or a directory under it) under `root`'s ignore rules.
+
+    Depth first, top down, in name order (as `os.walk`, whose recursion a deep tree exhausts):
+    each folder's skipped subfolders, then its files, then each kept subfolder in turn."""
+    stack = [top]
+    while stack:
+        here = stack.pop()
+        if not links.first_visit(here):
+            yield Skipped(display_path(here), ALREADY_WALKED)
+            continue
+        try:
+            with os.scandir(here) as listing:
+                entries = sorted(listing, key=lambda entry: entry.name)
+        except OSError as exc:
+            yield Skipped(display_path(here), _cannot_list(exc))
+            continue
         rel_dir = here.relative_to(root)
-        kept_dirs = []
-        for name in sorted(dirnames):
-            judged = _judge_dir(here / name, rel_dir, spec)
+        descend: list[Path] = []
+        for entry in entries:
+            if not _is_dir(entry):
+                continue
+            path = here / entry.name
+            judged = _judge_dir(path, rel_dir, spec)
+            if judged is None and entry.is_symlink():
+                judged = links.judge(path)
             if judged is not None:
                 yield judged
             else:
-                kept_dirs.append(name)
-        dirnames[:] = kept_dirs  # os.walk descends only into what we keep
-        for name in sorted(filenames):
-            yield _judge_file(here / name, rel_dir, spec, max_file_bytes)
+                descend.append(path)
+        for entry in entries:
+            if not _is_dir(entry):
+                yield _judge_file(here / entry.name, rel_dir, spec, max_file_bytes, links)
+        stack.extend(reversed(descend))
 
 
 def _judge_dir(path: Path, rel_dir: Path, spec: pathspec.GitIgnoreSpec | None) -> Skipped | None:
@@ -145,20 +259,31 @@ def _judge_dir(path: Path, rel_dir: Path, spec: pathspec.GitIgnoreSpec | None) -
 
 
 def _judge_file(
-    path: Path, rel_dir: Path, spec: pathspec.GitIgnoreSpec | None, max_file_bytes: int
+    path: Path,
+    rel_dir: Path,
+    spec: pathspec.GitIgnoreSpec | None,
+    max_file_bytes: int,
+    links: Links,
 ) -> Path | Skipped:
     if path.name.startswith("."):
         return Skipped(display_path(path), "hidden file")
     if spec is not None and spec.match_file((rel_dir / path.name).as_posix()):
         return Skipped(display_path(path), "ignored file")
+    if path.is_symlink():
+        judged = links.judge(path)
+        if judged is not None:
+            return judged
     return _size_checked(path, max_file_bytes)
 
 
 def _size_checked(path: Path, max_file_bytes: int) -> Path | Skipped:
     try:
-        size = path.stat().st_size
+        info = os.stat(path)
     except OSError as exc:
-        return Skipped(display_path(path), f"cannot stat: {exc.strerror}")
+        return Skipped(display_path(path), _cannot_stat(exc))
+    if not stat.S_ISREG(info.st_mode):  # reading a FIFO waits for a writer; /dev/zero never ends
+        return Skipped(display_path(path), NOT_REGULAR)
+    size = info.st_size
     if size > max_file_bytes:
         return Skipped(
             display_path(path),
@@ -168,3 +293,17 @@ def _size_checked(path: Path, max_file_bytes: int) -> Path | Skipped:
     if size == 0:
         return Skipped(display_path(path), "empty file")
     return path
+
+
+def _cannot_stat(exc: OSError) -> str:
+    if exc.errno == errno.ENAMETOOLONG:
+        return PATH_TOO_LONG
+    if exc.errno == errno.ENOENT:
+        return "no such file or directory"
+    return f"cannot stat: {exc.strerror}"
+
+
+def _cannot_list(exc: OSError) -> str:
+    if exc.errno == errno.ENAMETOOLONG:
+        return PATH_TOO_LONG
+    return f"cannot list this folder ({exc.strerror}); check its permissions"
