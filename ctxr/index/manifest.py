@@ -122,16 +122,30 @@ class Manifest:
                     f"{FORMAT_VERSION}; re-index with --rebuild"
                 )
             return cls(
-                settings=IndexSettings(**body["settings"]),
-                documents={k: DocumentEntry(**v) for k, v in body["documents"].items()},
-                created_at=body["created_at"],
-                updated_at=body["updated_at"],
+                settings=IndexSettings(**_object(body.get("settings"), "settings")),
+                documents={
+                    k: DocumentEntry(**_object(v, f"documents[{k!r}]"))
+                    for k, v in _object(body.get("documents"), "documents").items()
+                },
+                created_at=str(body["created_at"]),
+                updated_at=str(body["updated_at"]),
                 document_vectors=bool(body.get("document_vectors", False)),
             )
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            # Any JSON that is not the manifest's shape (a list for `documents`, an entry
+            # missing a field) is one damage, named with the fix, never a traceback.
             raise IndexError_(
-                f"{path} is corrupt ({exc}); re-index with --rebuild to recreate the index"
+                f"{path} is damaged ({type(exc).__name__}: {exc}); re-index with "
+                f"`ctxr index PATH --index {index_dir} --rebuild` to recreate the index "
+                "(contexts and embeddings come from the caches, nothing is paid again)"
             ) from exc
+
+
+def _object(value: Any, name: str) -> dict[str, Any]:
+    """`value` when it is a JSON object; else the damage, named."""
+    if not isinstance(value, dict):
+        raise TypeError(f"{name} is {type(value).__name__}, not an object")
+    return value
 
 
 def _now() -> str:

@@ -7,6 +7,9 @@ before it creates or opens anything; a second run is refused at once with a mess
 the directory. The kernel releases the lock with its holder, so a killed run never leaves a
 stale one behind. (Where `fcntl` does not exist, Windows, runs are not serialised here; the
 shard's own write-ahead-log lock still refuses a second writer.)
+
+The lock file holds nothing: a `.lock` that cannot be opened (a directory of that name, a file
+of another user's) is named with what to do, never a raw `OSError`.
 """
 
 from __future__ import annotations
@@ -14,8 +17,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import IO
 
-from ctxr.errors import IndexInUseError
+from ctxr.errors import IndexError_, IndexInUseError
 
 try:
     import fcntl
@@ -27,11 +31,17 @@ LOCK_NAME = ".lock"
 
 @contextmanager
 def index_lock(index_dir: Path) -> Iterator[None]:
-    index_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        index_dir.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise IndexError_(
+            f"the index path {index_dir} is not a directory; pass --index a directory "
+            "(a new one is created)"
+        ) from None
     if fcntl is None:  # pragma: no cover - Windows
         yield
         return
-    with open(index_dir / LOCK_NAME, "a+") as handle:
+    with _open_lock(index_dir / LOCK_NAME) as handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -43,3 +53,18 @@ def index_lock(index_dir: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _open_lock(path: Path) -> IO[str]:
+    try:
+        return open(path, "a+")  # the caller's `with` closes it
+    except IsADirectoryError:
+        raise IndexError_(
+            f"{path} is a directory, where ctxr keeps its (empty) lock file; remove it "
+            f"(`rmdir {path}`, or move it away if it holds anything of yours) and retry"
+        ) from None
+    except OSError as exc:
+        raise IndexError_(
+            f"cannot open the lock file {path} ({exc.strerror or exc}); make it writable by "
+            "this user, or remove it, and retry"
+        ) from None
