@@ -3,7 +3,8 @@
 CtxrError
 ├── ConfigError            a setting is missing or malformed
 ├── LoadError              one input file cannot be used (the corpus run goes on)
-│   ├── BinaryFileError
+│   ├── SkipFileError      passed over on purpose, counted among the skips, not the failures
+│   │   └── BinaryFileError
 │   └── UndecodableFileError
 ├── IndexError_            the index directory is missing, corrupt or incompatible
 │   ├── IndexNotFoundError
@@ -34,7 +35,12 @@ class LoadError(CtxrError):
         self.reason = reason
 
 
-class BinaryFileError(LoadError):
+class SkipFileError(LoadError):
+    """A file the loader passes over on purpose (a binary, not a regular file, an archive that
+    would unpack past the limit): the run counts it among its skips, not its failures."""
+
+
+class BinaryFileError(SkipFileError):
     pass
 
 

@@ -15,7 +15,7 @@ from typing import Protocol
 from ctxr.enrich.load.documents import load_document
 from ctxr.enrich.load.kinds import non_document, skip_reason
 from ctxr.enrich.load.walk import Skipped, display_path, walk
-from ctxr.errors import BinaryFileError, LoadError
+from ctxr.errors import LoadError, SkipFileError
 from ctxr.progress import NullProgress, Progress
 from ctxr.types import Document
 
@@ -61,8 +61,8 @@ def load_paths(
             tally.skipped.append(Skipped(display_path(item), skip_reason(kind)))
             continue
         try:
-            yield load_document(item)
-        except BinaryFileError as exc:  # no telling suffix, but NUL bytes: a binary, not a fault
+            yield load_document(item, max_file_bytes=max_file_bytes)
+        except SkipFileError as exc:  # a binary (NUL bytes), a FIFO, a zip bomb: not a fault
             tally.skipped.append(Skipped(exc.path, exc.reason))
         except LoadError as exc:
             tally.failed.append((exc.path, exc.reason))

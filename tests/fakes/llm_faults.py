@@ -12,7 +12,11 @@ from dataclasses import dataclass
 # "slow": the normal answer, after `delay_s` more seconds (beyond a client timeout).
 # "drop": the connection is closed after the request is read, with no response.
 # "malformed": 200 with a body that is not JSON; "wrong_shape": 200, JSON of the wrong shape.
-FAULTS = ("429", "529", "500", "slow", "drop", "malformed", "wrong_shape")
+# "drip": 200 and a large Content-Length, then one byte every `drip_interval_s` for `delay_s`
+# seconds (each read is quick, so a per-read timeout never fires; then the connection closes).
+# "huge": 200 with a well-formed answer whose text is `huge_bytes` long (a server that
+# ignores the output budget).
+FAULTS = ("429", "529", "500", "slow", "drop", "malformed", "wrong_shape", "drip", "huge")
 # What `fault_rate` draws from by default: the transient faults a real provider shows.
 RANDOM_FAULTS = ("429", "529", "500", "drop")
 

@@ -169,6 +169,13 @@ def handle_post(h: BaseHTTPRequestHandler, fake: FakeLLMServer) -> None:
         fake._finish(record, 200, kind)
         _send(h, provider, 200, payload)
         return
+    if fault is not None and kind == "drip":
+        _drip(h, fake, record, fault.delay_s)
+        return
+    if kind == "huge" and endpoint in ("messages", "chat.completions"):
+        fake._finish(record, 200, kind)
+        _send(h, provider, 200, _huge(provider, body, fake.huge_bytes))
+        return
     if fault is not None and kind == "slow":
         fake._sleep(fault.delay_s)
     if not isinstance(body, dict):
@@ -191,6 +198,40 @@ def handle_post(h: BaseHTTPRequestHandler, fake: FakeLLMServer) -> None:
         return
     fake._finish(record, 200, kind)
     _send(h, provider, 200, payload, _rate_headers(provider, admission))
+
+
+def _drip(
+    h: BaseHTTPRequestHandler, fake: FakeLLMServer, record: RecordedRequest, seconds: float
+) -> None:
+    """200, a Content-Length far beyond what is sent, then one byte at a time: every read
+    returns within any per-read timeout, so only a deadline on the whole request ends it."""
+    fake._finish(record, 200, "drip")
+    h.close_connection = True
+    try:
+        h.send_response(200)
+        h.send_header("content-type", "application/json")
+        h.send_header("content-length", "1000000")
+        h.end_headers()
+        h.wfile.write(b"{")
+        h.wfile.flush()
+        end = time.monotonic() + seconds
+        while time.monotonic() < end and not fake._stopping.is_set():
+            fake._sleep(fake.drip_interval_s)
+            h.wfile.write(b" ")
+            h.wfile.flush()
+    except OSError:  # the client gave up: what a deadline is for
+        pass
+
+
+def _huge(provider: Provider, body: Any, size: int) -> bytes:
+    """A well-formed answer of `size` characters of text, whatever the output budget said."""
+    model = str(body.get("model", "model")) if isinstance(body, dict) else "model"
+    text = ("lorem ipsum " * (size // 12 + 1))[:size]
+    if provider == "anthropic":
+        usage = {"input_tokens": 10, "output_tokens": size // 4}
+        return json.dumps(anthropic_message(model, text, usage, False)).encode()
+    usage = {"prompt_tokens": 10, "completion_tokens": size // 4, "total_tokens": 10 + size // 4}
+    return json.dumps(openai_completion(model, text, usage, False)).encode()
 
 
 def generate(fake: FakeLLMServer, provider: Provider, body: Any, record: RecordedRequest) -> bytes:

@@ -82,7 +82,10 @@ class FakeLLMServer:
     ``cache_ttl_s`` / ``cache_ttl_1h_s``: lifetimes of "5m" and "1h" cache entries.
     ``min_cacheable``: model-prefix -> minimum cacheable tokens (default: the documented table).
     ``fault_rate`` / ``fault_kinds`` / ``seed``: random faults; ``inject`` scripts them.
-    ``retry_after_s`` / ``slow_s``: defaults for injected 429s and "slow" answers.
+    ``retry_after_s`` / ``slow_s``: defaults for injected 429s and "slow" answers ("slow" and
+    "drip" last ``slow_s`` unless injected with ``delay_s``).
+    ``drip_interval_s``: seconds between the bytes of a "drip"; ``huge_bytes``: the length of
+    a "huge" answer's text.
     ``rpm_limit`` / ``rpm_burst``: a server-side token bucket answering 429 when empty.
     ``api_key``: when set, a request without it (``x-api-key`` or a bearer token) gets a 401
     that echoes a part of the key sent, as OpenAI's does.
@@ -114,6 +117,8 @@ class FakeLLMServer:
         batch_delay_s: float = 0.0,
         batch_max_requests: int = 100_000,
         batch_api: bool = True,
+        drip_interval_s: float = 0.05,
+        huge_bytes: int = 10_000_000,
     ) -> None:
         self.latency, self.keep_bodies, self.api_key = latency, keep_bodies, api_key
         # An OpenAI-compatible server without structured outputs: 400 for `response_format`.
@@ -137,6 +142,7 @@ class FakeLLMServer:
         self._thread: threading.Thread | None = None
         self.batches = FakeBatches(self, batch_delay_s, batch_max_requests, seed)
         self.batch_api = batch_api  # False: a server without batch endpoints (404s)
+        self.drip_interval_s, self.huge_bytes = drip_interval_s, huge_bytes  # "drip", "huge"
 
     # lifecycle ---------------------------------------------------------------------------
     def start(self) -> FakeLLMServer:

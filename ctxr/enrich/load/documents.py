@@ -18,6 +18,7 @@ from ctxr.enrich.load.kinds import is_binary_name
 from ctxr.enrich.load.notebook import load_notebook
 from ctxr.enrich.load.office import OFFICE_SUFFIXES, load_office
 from ctxr.enrich.load.pdf import load_pdf
+from ctxr.enrich.load.reading import read_regular
 from ctxr.enrich.load.rst import RST_SUFFIXES, load_rst
 from ctxr.enrich.load.walk import display_path
 from ctxr.errors import BinaryFileError, LoadError, UndecodableFileError
@@ -40,6 +41,8 @@ _UNICODE_BOMS = (
     (codecs.BOM_UTF16_LE, "utf-16"),
     (codecs.BOM_UTF16_BE, "utf-16"),
 )
+# CTXR_MAX_FILE_BYTES's default, for a caller that loads one file outside a corpus run.
+DEFAULT_MAX_FILE_BYTES = 20_000_000
 _H1 = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
 
 
@@ -60,19 +63,19 @@ def kind_of(path: Path) -> tuple[DocumentKind, str | None]:
     return "text", None
 
 
-def load_document(path: Path) -> Document:
-    """Read one file as UTF-8 text; raise a `LoadError` naming the file and the fix."""
+def load_document(path: Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> Document:
+    """Read one file as UTF-8 text; raise a `LoadError` naming the file and the fix.
+
+    `max_file_bytes` (``CTXR_MAX_FILE_BYTES``) also bounds what an archive (an Office file,
+    an EPUB) may unpack to and the text extracted from it."""
     source = display_path(path)  # a name that is not UTF-8 keeps its bytes as escapes
     if path.suffix.lower() == ".pdf":
         return load_pdf(path)  # kind "pdf": the pages' text layer, see ctxr.enrich.load.pdf
     if path.suffix.lower() in OFFICE_SUFFIXES:
-        return load_office(path)  # kind "office": Markdown through markitdown
+        return load_office(path, max_file_bytes)  # kind "office": Markdown through markitdown
     if is_binary_name(path):  # the corpus walk skips these first (ctxr.enrich.load.kinds)
         raise BinaryFileError(source, "binary file type; convert it to text to index it")
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise LoadError(source, f"cannot read ({exc.strerror}); check its permissions") from exc
+    raw = read_regular(path)
     # A UTF-16 or UTF-32 byte-order mark says what the NUL bytes that follow it are.
     encoding = next((name for bom, name in _UNICODE_BOMS if raw.startswith(bom)), "utf-8-sig")
     if encoding == "utf-8-sig" and b"\x00" in raw[:_SNIFF_BYTES]:

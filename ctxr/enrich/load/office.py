@@ -10,34 +10,53 @@ slide names its number in the trail.
 
 Each converter is called directly, not through ``MarkItDown()``, which would load its file-type
 model (magika) for files whose type the suffix already says. Nothing is downloaded.
+
+Every one of these files is a zip archive, and a small one can unpack to gigabytes (a 1.2 MB
+``.docx`` whose ``document.xml`` is 300 MB took minutes and gigabytes to convert). Before
+anything is extracted, the archive's own directory is read: a file whose members declare more
+than ``CTXR_MAX_FILE_BYTES`` in all, or a large member that expands more than
+`MAX_RATIO`:1, is skipped by name as a zip bomb. The declared sizes bind: Python's zipfile,
+which every converter reads through, stops each member at its declared size. The Markdown
+extracted is held to the same limit.
 """
 
 from __future__ import annotations
 
 import io
 import re
+import zipfile
 from pathlib import Path
 from typing import Any
 
+from ctxr.enrich.load.reading import read_regular
 from ctxr.enrich.load.walk import display_path
-from ctxr.errors import LoadError
+from ctxr.errors import LoadError, SkipFileError
 from ctxr.types import Document, text_hash
 
 OFFICE_SUFFIXES = frozenset({".docx", ".pptx", ".xlsx", ".epub"})
 EXTRA_HINT = "install the office extra: pip install 'ctxr[office]'"
 # markitdown's marker for each slide, and the title it writes as "# ..." right after it.
 _SLIDE = re.compile(r"^<!-- Slide number: (\d+) -->[ \t]*\n(?:# (.*)\n)?", re.MULTILINE)
+# XML compresses about 5-20:1 and media not at all; past this a member is not a document.
+MAX_RATIO = 100
+# Members smaller than this may expand as they like: a small part is no bomb.
+RATIO_FLOOR = 1 << 20
 
 
-def load_office(path: Path) -> Document:
-    """Convert one Office file or EPUB; raise a `LoadError` naming the file and the fix."""
+def load_office(path: Path, max_file_bytes: int) -> Document:
+    """Convert one Office file or EPUB; raise a `LoadError` naming the file and the fix, a
+    `SkipFileError` for an archive that would unpack past `max_file_bytes`."""
     source = display_path(path)
     suffix = path.suffix.lower()
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise LoadError(source, f"cannot read ({exc.strerror}); check its permissions") from exc
+    raw = read_regular(path)
+    check_unpacked(raw, source, max_file_bytes)
     markdown, title = _convert(raw, suffix, source)
+    if len(markdown) > max_file_bytes:  # characters: at least one byte each
+        raise SkipFileError(
+            source,
+            f"text extracted is larger than CTXR_MAX_FILE_BYTES ({len(markdown):,} characters "
+            f"> {max_file_bytes:,}); raise the limit to include it",
+        )
     if suffix == ".pptx":
         markdown = _SLIDE.sub(_slide_heading, markdown)
     text = markdown.strip() + "\n"
@@ -51,6 +70,34 @@ def load_office(path: Path) -> Document:
         title=title or path.name,
         sha256=text_hash(text),
     )
+
+
+def check_unpacked(raw: bytes, source: str, max_file_bytes: int) -> None:
+    """Raise a `SkipFileError` if the zip archive `raw` would unpack past `max_file_bytes` in
+    all, or has a member of `RATIO_FLOOR` bytes or more that expands past `MAX_RATIO`:1. Only
+    the archive's directory is read; a file that is no zip is left to the converter to name."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(raw)) as archive:
+            members = archive.infolist()
+    except (zipfile.BadZipFile, OSError, ValueError):
+        return
+    total = 0
+    for member in members:
+        total += member.file_size
+        ratio = member.file_size / max(member.compress_size, 1)
+        if member.file_size >= RATIO_FLOOR and ratio > MAX_RATIO:
+            raise SkipFileError(
+                source,
+                f"zip bomb; its member {member.filename} expands {ratio:,.0f}:1 "
+                f"({member.file_size:,} bytes from {member.compress_size:,}), past "
+                f"{MAX_RATIO}:1; nothing was extracted",
+            )
+    if total > max_file_bytes:
+        raise SkipFileError(
+            source,
+            f"unpacks past CTXR_MAX_FILE_BYTES ({total:,} > {max_file_bytes:,} bytes); "
+            "raise the limit to include it",
+        )
 
 
 def _convert(raw: bytes, suffix: str, source: str) -> tuple[str, str | None]:

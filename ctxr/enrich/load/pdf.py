@@ -9,9 +9,11 @@ turned into line breaks so that the count stays exact.
 
 from __future__ import annotations
 
+import io
 import logging
 from pathlib import Path
 
+from ctxr.enrich.load.reading import read_regular
 from ctxr.enrich.load.walk import display_path
 from ctxr.errors import LoadError
 from ctxr.types import PAGE_BREAK, Document, text_hash
@@ -28,7 +30,7 @@ def load_pdf(path: Path) -> Document:
     # pypdf logs every malformed-but-recoverable object; one summary error is enough for us.
     logging.getLogger("pypdf").setLevel(logging.ERROR)
     try:
-        reader = pypdf.PdfReader(path)
+        reader = pypdf.PdfReader(io.BytesIO(read_regular(path)))
         if reader.is_encrypted and not reader.decrypt(""):
             raise LoadError(
                 source,
