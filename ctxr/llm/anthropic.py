@@ -9,6 +9,7 @@ retry, with one policy for every provider, and must see each failure to adapt th
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
 from collections.abc import Sequence
@@ -18,7 +19,7 @@ import anthropic
 from anthropic.types import Message, TextBlockParam
 
 from ctxr.errors import ProviderError
-from ctxr.llm import anthropic_batch, cache_minimums, clients, error_map
+from ctxr.llm import anthropic_batch, cache_minimums, clients, deadline, error_map
 from ctxr.llm.base import Completion, CompletionRequest, Usage
 from ctxr.llm.batch import BatchItem, BatchLimits, BatchOutcome, BatchStatus, provider_call
 
@@ -116,9 +117,14 @@ class AnthropicLLM:
         if self._async is None:
             raise TypeError("this AnthropicLLM was made with sync=True; call complete_sync")
         try:
-            raw = await self._async.messages.with_raw_response.create(**self.request_body(request))
-            headers = error_map.rate_limit_headers(raw.headers, "anthropic-ratelimit-")
-            message: Message = await raw.parse()
+            # The whole request, not each read: a server dripping its answer a byte at a time
+            # would otherwise hold it for as long as it likes (ctxr.llm.deadline).
+            async with asyncio.timeout(self._timeout):
+                raw = await self._async.messages.with_raw_response.create(
+                    **self.request_body(request)
+                )
+                headers = error_map.rate_limit_headers(raw.headers, "anthropic-ratelimit-")
+                message: Message = await raw.parse()
         except Exception as exc:
             if (error := self._error(exc)) is None:
                 raise
@@ -142,6 +148,13 @@ class AnthropicLLM:
         """The SDK's failure as a `ProviderError`; None for anything unforeseen (re-raised)."""
         if isinstance(exc, anthropic.APIStatusError):
             return self._status_error(exc)
+        if isinstance(exc, TimeoutError):  # the whole-request deadline
+            secret = self._client.api_key
+            return error_map.connection_error(
+                _NAME, self.base_url, exc, True, secret, self._timeout
+            )
+        if (large := deadline.too_large(exc)) is not None:
+            return error_map.too_large(_NAME, self.base_url, large)
         if isinstance(exc, anthropic.APIConnectionError):
             timed_out = isinstance(exc, anthropic.APITimeoutError)
             secret = self._client.api_key

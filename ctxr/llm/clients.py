@@ -4,7 +4,9 @@ Every caller (the context writers, the LLM reranker, the OpenAI embedder, the ex
 count) gets its Anthropic or OpenAI client here, sync or async, with the SDK's own retries off:
 ctxr retries under its own rate limits and must see every failure. None for a key or base URL
 lets the SDK read its own environment variables. The SDKs are imported on first use, so code
-that never calls a provider never imports one.
+that never calls a provider never imports one. Every client reads its generation and embedding
+answers under a whole-request deadline (its `timeout`), generation answers up to a size cap
+(`ctxr.llm.deadline`).
 """
 
 from __future__ import annotations
@@ -73,9 +75,22 @@ def anthropic_client(
     """An Anthropic SDK client; `max_retries` stays 0 except for free calls (count_tokens)."""
     import anthropic
 
+    from ctxr.llm import deadline  # imports httpx2: on first use, as the SDKs
+
     key = anthropic_key(api_key, base_url)
-    cls = anthropic.Anthropic if sync else anthropic.AsyncAnthropic
-    return cls(api_key=key, base_url=base_url, max_retries=max_retries, timeout=timeout)
+    if sync:
+        hooks = deadline.sync_hooks(deadline.ANTHROPIC_BOUNDS, timeout)
+        http = anthropic.DefaultHttpxClient(event_hooks=hooks)
+        return anthropic.Anthropic(
+            api_key=key, base_url=base_url, max_retries=max_retries, timeout=timeout,
+            http_client=http,
+        )  # fmt: skip
+    async_hooks = deadline.async_hooks(deadline.ANTHROPIC_BOUNDS, timeout)
+    async_http = anthropic.DefaultAsyncHttpxClient(event_hooks=async_hooks)
+    return anthropic.AsyncAnthropic(
+        api_key=key, base_url=base_url, max_retries=max_retries, timeout=timeout,
+        http_client=async_http,
+    )  # fmt: skip
 
 
 @overload
@@ -110,13 +125,20 @@ def openai_client(
     """An OpenAI SDK client, or a ConfigError naming `name` and what to set (plus `hint`)."""
     import openai
 
-    cls = openai.OpenAI if sync else openai.AsyncOpenAI
+    from ctxr.llm import deadline
+
+    key = openai_key(api_key, base_url)
     try:
-        return cls(
-            api_key=openai_key(api_key, base_url),
-            base_url=base_url,
-            max_retries=0,
-            timeout=timeout,
+        if sync:
+            hooks = deadline.sync_hooks(deadline.OPENAI_BOUNDS, timeout)
+            http = openai.DefaultHttpxClient(event_hooks=hooks)
+            return openai.OpenAI(
+                api_key=key, base_url=base_url, max_retries=0, timeout=timeout, http_client=http
+            )
+        async_hooks = deadline.async_hooks(deadline.OPENAI_BOUNDS, timeout)
+        async_http = openai.DefaultAsyncHttpxClient(event_hooks=async_hooks)
+        return openai.AsyncOpenAI(
+            api_key=key, base_url=base_url, max_retries=0, timeout=timeout, http_client=async_http
         )
     except openai.OpenAIError as exc:
         raise ConfigError(

@@ -124,9 +124,18 @@ def connection_error(
     if timed_out:
         what = "timed out" if timeout is None else f"timed out after {timeout:g} s"
     cause = exc.__cause__ or exc
-    detail = short(redact(str(cause) or type(cause).__name__, secret))
+    if isinstance(cause, TimeoutError) and not str(cause):  # asyncio's deadline says nothing
+        detail = "the whole request (connection, headers and answer) took longer than that"
+    else:
+        detail = short(redact(str(cause) or type(cause).__name__, secret))
     message = f"{name} {what} at {base_url}: {detail}"
     return ProviderError(message, retryable=True, timed_out=timed_out, connection=True)
+
+
+def too_large(name: str, base_url: str, exc: BaseException) -> ProviderError:
+    """An answer past the size cap (`ctxr.llm.deadline`). Final: the same server asked the
+    same question sends the same runaway again, and each one is billed."""
+    return ProviderError(f"{name} at {base_url}: {exc}", retryable=False)
 
 
 def malformed(name: str, why: str) -> ProviderError:

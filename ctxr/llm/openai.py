@@ -10,6 +10,7 @@ byte-identical for every request that shares it. A JSON schema becomes a strict
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import re
 from collections.abc import Sequence
@@ -19,7 +20,7 @@ import openai
 from openai.types.chat import ChatCompletion, ChatCompletionUserMessageParam
 
 from ctxr.errors import ProviderError
-from ctxr.llm import cache_minimums, clients, error_map, openai_batch
+from ctxr.llm import cache_minimums, clients, deadline, error_map, openai_batch
 from ctxr.llm.base import Completion, CompletionRequest, Usage
 from ctxr.llm.batch import BatchItem, BatchLimits, BatchOutcome, BatchStatus, provider_call
 
@@ -117,12 +118,15 @@ class OpenAILLM:
         if self._async is None:
             raise TypeError("this OpenAILLM was made with sync=True; call complete_sync")
         try:
-            raw = await self._async.chat.completions.with_raw_response.create(
-                **self.request_body(request)
-            )
-            headers = error_map.rate_limit_headers(raw.headers, "x-ratelimit-")
-            # openai's raw responses are the "legacy" kind: `parse()` is synchronous.
-            completion: ChatCompletion = raw.parse()
+            # The whole request, not each read: a server dripping its answer a byte at a time
+            # would otherwise hold it for as long as it likes (ctxr.llm.deadline).
+            async with asyncio.timeout(self._timeout):
+                raw = await self._async.chat.completions.with_raw_response.create(
+                    **self.request_body(request)
+                )
+                headers = error_map.rate_limit_headers(raw.headers, "x-ratelimit-")
+                # openai's raw responses are the "legacy" kind: `parse()` is synchronous.
+                completion: ChatCompletion = raw.parse()
         except Exception as exc:
             if (error := self._error(exc)) is None:
                 raise
@@ -146,6 +150,13 @@ class OpenAILLM:
         """The SDK's failure as a `ProviderError`; None for anything unforeseen (re-raised)."""
         if isinstance(exc, openai.APIStatusError):
             return self._status_error(exc)
+        if isinstance(exc, TimeoutError):  # the whole-request deadline
+            secret = self._client.api_key
+            return error_map.connection_error(
+                _NAME, self.base_url, exc, True, secret, self._timeout
+            )
+        if (large := deadline.too_large(exc)) is not None:
+            return error_map.too_large(_NAME, self.base_url, large)
         if isinstance(exc, openai.APIConnectionError):
             timed_out = isinstance(exc, openai.APITimeoutError)
             secret = self._client.api_key

@@ -7,6 +7,9 @@ holds ``{"index", "relevance_score"}`` (or ``"score"``) items. Passages the serv
 (beyond ``top_n``) rank after those it scored, in fused order.
 
 The standard library's HTTP client is enough for one POST per search, and adds no dependency.
+Its timeout bounds each socket read, so the body is read piece by piece under a deadline for the
+whole request (`CTXR_RERANK_TIMEOUT`) and up to `MAX_RERANK_BYTES`: a server that drips its
+answer, or sends megabytes, cannot hold a search.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import json
 import math
 import re
 import socket
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
@@ -29,6 +33,26 @@ from ctxr.types import Hit
 
 DEFAULT_PATH: Final = "/v1/rerank"
 UNREADABLE: Final = "rerank: unparseable answer"
+# An answer is an index and a score per passage (a server may add the texts back): 8 MiB is
+# far past any real one.
+MAX_RERANK_BYTES: Final = 8 << 20
+_READ_BYTES: Final = 64 << 10
+
+
+def read_bounded(response: Any, deadline: float, limit: int) -> bytes:
+    """The body of `response` (an http.client response), one socket read at a time, until
+    `deadline` (monotonic) or `limit` bytes; `read1` returns what one read brings, so a server
+    sending a byte a second is checked after every byte."""
+    parts: list[bytes] = []
+    size = 0
+    while chunk := response.read1(_READ_BYTES):
+        size += len(chunk)
+        if size > limit:
+            raise RerankError(f"rerank failed: the answer is longer than {limit:,} bytes")
+        if time.monotonic() > deadline:
+            raise TimeoutError
+        parts.append(chunk)
+    return b"".join(parts)
 
 
 def endpoint(url: str) -> str:
@@ -121,9 +145,10 @@ class HTTPReranker:
         request = urllib.request.Request(
             self.url, data=json.dumps(body).encode(), headers=headers, method="POST"
         )
+        deadline = time.monotonic() + self._timeout
         try:
             with urllib.request.urlopen(request, timeout=self._timeout) as response:
-                raw = response.read()
+                raw = read_bounded(response, deadline, MAX_RERANK_BYTES)
         except urllib.error.HTTPError as exc:
             detail = short(redact(exc.read().decode("utf-8", "replace"), self._api_key), 120)
             raise RerankError(f"rerank failed: HTTP {exc.code}: {detail}") from None
