@@ -22,7 +22,11 @@ Merging: consecutive sections are packed into one chunk while it fits the budget
 section after the first is nested under the first (its level is deeper; the text before the
 first heading counts as level 0, the root). The merged chunk's ``heading_path`` is the first
 section's, which is therefore a true ancestor trail of everything in the chunk; a heading of
-the same or a higher level always starts a new chunk.
+the same or a higher level starts a new chunk, unless every section packed so far is a bare
+heading (a heading with no body of its own: "# Reference" over nothing). Then the next section
+joins them whatever its level, and its trail becomes the chunk's: the bare headings travel as
+text before the content they precede, so a file of empty headings packs up to the budget
+instead of giving one chunk of four tokens per heading.
 
 A section larger than the budget is split by blocks (blank lines outside fences; a heading
 or a list's introducing line stays glued to the block after it), then lines (a fenced block
@@ -63,6 +67,7 @@ class _Section:
     span: Span
     level: int  # 0 for the text before the first heading
     trail: tuple[tuple[int, str], ...]  # (level, text) of each heading down to this one
+    body: bool  # text of its own below its heading (the text before any heading always has)
 
 
 @dataclass(slots=True)
@@ -155,6 +160,8 @@ def _sections(text: str, found: _Structure) -> list[_Section]:
     sections: list[_Section] = []
     stack: list[tuple[int, str]] = []
     bounds = [(0, 0, ""), *found.headings]
+    # Each heading's own end, in heading order (both were found in one pass, in order).
+    line_ends = [0, *sorted(found.heading_ends)]
     for k, (start, level, title) in enumerate(bounds):
         if k > 0:
             while stack and stack[-1][0] >= level:
@@ -163,7 +170,8 @@ def _sections(text: str, found: _Structure) -> list[_Section]:
         end = bounds[k + 1][0] if k + 1 < len(bounds) else len(text)
         span = trim(text, start, end)
         if span is not None:
-            sections.append(_Section(span, level, tuple(stack)))
+            body = k == 0 or trim(text, max(line_ends[k], span[0]), span[1]) is not None
+            sections.append(_Section(span, level, tuple(stack), body))
     return sections
 
 
@@ -211,32 +219,42 @@ def split_markdown(sizer: Sizer, max_tokens: int, overlap: int) -> list[Piece]:
     found = _scan(text)
     levels = _levels(found)
     out: list[Piece] = []
-    run: list[tuple[_Section, Sized]] = []
+    # Each packed section, its size, and whether it anchors the chunk (the run's first, or one
+    # that joined bare headings): the chunk's trail is its last anchor's.
+    run: list[tuple[_Section, Sized, bool]] = []
 
-    def flush(run: list[tuple[_Section, Sized]]) -> None:
+    def flush(run: list[tuple[_Section, Sized, bool]]) -> None:
         if not run:
             return
-        first, first_size = run[0]
+        first_size = run[0][1]
         size = first_size if len(run) == 1 else sizer.sized(first_size.start, run[-1][1].end)
         if size.tokens > max_tokens:  # the estimate was too kind: emit the last one apart
             flush(run[:-1])
             flush(run[-1:])
             return
-        out.append(Piece(size, tuple(title for _, title in first.trail)))
+        anchor = next(s for k, (s, _, a) in reversed(list(enumerate(run))) if a or k == 0)
+        out.append(Piece(size, tuple(title for _, title in anchor.trail)))
 
     estimate = 0
+    anchor_level = 0
+    bare = False  # every section in the run is a bare heading
     for section in _sections(text, found):
         size = sizer.sized(*section.span)
-        if run and section.level > run[0][0].level:
+        nested = bool(run) and section.level > anchor_level
+        after_bare = bool(run) and not nested and bare
+        if nested or after_bare:
             cost = sizer.gap_cost(run[-1][1].end, size.start) + size.tokens
             if estimate + cost <= max_tokens:
-                run.append((section, size))
+                run.append((section, size, after_bare))
                 estimate += cost
+                bare = bare and not section.body
+                if after_bare:
+                    anchor_level = section.level
                 continue
         flush(run)
-        run, estimate = [], 0
+        run, estimate, anchor_level, bare = [], 0, section.level, not section.body
         if size.tokens <= max_tokens:
-            run, estimate = [(section, size)], size.tokens
+            run, estimate = [(section, size, True)], size.tokens
         else:
             out.extend(_split_section(sizer, section, size, levels, found, max_tokens, overlap))
     flush(run)
