@@ -121,3 +121,26 @@ def test_changed_targets_keep_paths_under_roots_spelled_as_the_walk_spells_them(
     assert changed_targets(["docs"], hidden) == []
     assert update_index(["docs"], hidden, load_settings(index_dir=tmp_path / "none")).seconds == 0
     assert not (tmp_path / "none").exists()  # nothing to read: the index is not even opened
+
+
+def test_a_link_out_of_the_watched_folders_is_not_followed_unless_asked(
+    corpus: Path, tmp_path: Path
+) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("the walrus knows the vault code\n")
+    (corpus / "leak.md").symlink_to(secret)
+    settings = _settings(tmp_path)
+
+    report = update_index(["docs"], [corpus / "leak.md"], settings, embedder=HashEmbedder())
+    assert report.documents_indexed == 0
+    assert [s.reason.split(";")[0] for s in report.skipped] == ["link outside the indexed folders"]
+    assert _sources(settings, "walrus vault") == set()
+
+    followed = load_settings(
+        index_dir=tmp_path / "idx", cache_dir=tmp_path / "cache", follow_links=True
+    )
+    update_index(["docs"], [corpus / "leak.md"], followed, embedder=HashEmbedder())
+    assert _sources(settings, "walrus vault") == {"docs/leak.md"}
+    # Without the opt-in the link is skipped again, and its document leaves the index.
+    update_index(["docs"], [corpus / "leak.md"], settings, embedder=HashEmbedder())
+    assert _sources(settings, "walrus vault") == set()
