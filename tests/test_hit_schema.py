@@ -2,7 +2,7 @@
 POST /search (one query and a batch) and the MCP `search` tool write it, for real hits of a
 real small index (a Markdown file and a two-page PDF, the local embedder). The key sets and
 types below are written out, not read from the model: changing the schema must change this
-file, and the README's "Hit schema" section, and the version."""
+file, and docs/reference/hits.md, and the version."""
 
 from __future__ import annotations
 
