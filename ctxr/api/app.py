@@ -10,7 +10,12 @@ app: it starts, `/health` answers 503 with the reason, and so do the endpoints t
 index.
 
 A request may name a reranker (`rerank`); one that fails or times out returns the fused order
-with every hit flagged, never an error.
+with every hit flagged, never an error. A paid reranker (llm, http) makes one call per query, so
+a request may rerank at most `CTXR_API_MAX_RERANK_QUERIES` queries with one (422 beyond).
+
+`/health` answers every client, but names the index's files (absolute paths on the server)
+only to a client that sent a valid token; others get the reason with the index directory
+shortened to its name and any other absolute path to its last part.
 """
 
 from __future__ import annotations
@@ -19,10 +24,13 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
+import re
 import socket
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import Depends, FastAPI, HTTPException, Request
@@ -33,8 +41,9 @@ from fastapi.security import HTTPBearer
 from starlette.concurrency import run_in_threadpool
 
 from ctxr.api.client import UPDATE_PATH
-from ctxr.api.guard import ACCESS_KEY, Guard
+from ctxr.api.guard import ACCESS_KEY, AUTHORISED_KEY, Guard
 from ctxr.api.holder import ServiceHolder
+from ctxr.api.hosts import HostPolicy
 from ctxr.api.live import add_live_routes
 from ctxr.api.models import (
     DocumentResponse,
@@ -44,11 +53,13 @@ from ctxr.api.models import (
     StatsResponse,
     search_request_model,
 )
+from ctxr.api.protocol import server_config
 from ctxr.api.stats import stats_response
 from ctxr.config import Settings
 from ctxr.errors import ConfigError, CtxrError
 from ctxr.index.owner import Owner
 from ctxr.retrieve.hits import Asked, HitsBatch, HitsResult, hits_result, result_json
+from ctxr.retrieve.rerank.registry import resolve as resolve_reranker
 from ctxr.retrieve.service import SearchService
 
 if TYPE_CHECKING:
@@ -69,14 +80,24 @@ def _service(request: Request) -> Iterator[SearchService]:
 Service = Annotated[SearchService, Depends(_service)]
 
 
-def create_app(settings: Settings, owner: Owner | None = None) -> FastAPI:
+PAID_RERANKERS = frozenset({"llm", "http"})  # one provider call per query reranked
+
+
+def create_app(
+    settings: Settings, owner: Owner | None = None, *, hosts: HostPolicy | None = None
+) -> FastAPI:
     """The ASGI app over the index `settings` names; the index opens when the app starts.
 
     With an `owner` (what `serve` passes for an embedded index) the app owns the index: it
     announces itself in the owner file while it holds the shard, accepts the owner token, and
-    takes the live index's updates (`ctxr.api.live`)."""
+    takes the live index's updates (`ctxr.api.live`). `hosts` is the Host-header policy
+    (`ctxr.api.hosts`); `serve` always passes one, None (an app mounted in-process) checks
+    no Host."""
     holder = ServiceHolder(settings, owner)
     token = settings.api_token.get_secret_value() if settings.api_token else None
+    update_token = (
+        settings.api_update_token.get_secret_value() if settings.api_update_token else None
+    )
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -103,6 +124,9 @@ def create_app(settings: Settings, owner: Owner | None = None) -> FastAPI:
         log_requests=settings.api_access_log,
         owner_token=owner.token if owner else None,
         private_paths=frozenset({UPDATE_PATH}) if owner else frozenset(),
+        update_token=update_token,
+        hosts=hosts,
+        body_timeout=settings.api_body_timeout,
     )
     if owner is not None:
         add_live_routes(app, holder, settings)
@@ -120,6 +144,7 @@ def create_app(settings: Settings, owner: Owner | None = None) -> FastAPI:
         """Hybrid, dense or BM25 search: one query answers a `ctxr.hits/1` result, a batch
         ("queries") one per query under `results`. The search's time is in `Server-Timing`."""
         texts = body.texts
+        _check_rerank_spend(body.rerank, len(texts), settings)
         fusion = body.fusion or settings.fusion
         access = request.scope.setdefault(ACCESS_KEY, {})
         access.update(queries=len(texts), k=body.k, mode=body.mode, fusion=fusion)
@@ -151,12 +176,17 @@ def create_app(settings: Settings, owner: Owner | None = None) -> FastAPI:
             **_UNAVAILABLE,
             401: {"model": ErrorResponse, "description": "missing or wrong bearer token"},
             413: {"model": ErrorResponse, "description": "body over CTXR_API_MAX_BODY_BYTES"},
+            422: {
+                "description": "a field over a limit, or more queries than a paid reranker "
+                "may rerank (CTXR_API_MAX_RERANK_QUERIES)"
+            },
         },
     )(search)
 
     @app.get("/health", responses={503: {"model": HealthResponse}})
-    async def health() -> JSONResponse:
-        """200 when the index is open and answers; 503 with the reason otherwise (no token).
+    async def health(request: Request) -> JSONResponse:
+        """200 when the index is open and answers; 503 with the reason otherwise (no token
+        needed; full paths in the reason only for a client that sends a valid one).
 
         Each call looks at the index on disk: a deleted or replaced index is noticed here, and
         an index that could not be opened (in use, missing, damaged) is tried again."""
@@ -169,6 +199,8 @@ def create_app(settings: Settings, owner: Owner | None = None) -> FastAPI:
             reason = str(exc.detail)
         except CtxrError as exc:
             reason = str(exc)
+        if not request.scope.get(AUTHORISED_KEY, False):
+            reason = _without_paths(reason, Path(settings.index_dir))
         return JSONResponse({"status": "unavailable", "reason": reason}, status_code=503)
 
     @app.get("/stats", responses=_UNAVAILABLE)
@@ -191,6 +223,35 @@ def create_app(settings: Settings, owner: Owner | None = None) -> FastAPI:
         return DocumentResponse.model_validate(found)
 
     return app
+
+
+def _check_rerank_spend(asked: str | None, queries: int, settings: Settings) -> None:
+    """Refuse a request that would make more paid rerank calls than the server allows."""
+    try:
+        chosen = resolve_reranker(asked, settings)
+    except ConfigError:
+        return  # an unknown name is the request model's 422, with its own message
+    limit = settings.api_max_rerank_queries
+    if chosen in PAID_RERANKERS and queries > limit:
+        raise HTTPException(
+            422, detail=f"the {chosen} reranker makes one paid call per query, and this server "
+            f"reranks at most {limit} queries a request (CTXR_API_MAX_RERANK_QUERIES); send "
+            f"{queries} queries in requests of {limit}, or ask with \"rerank\": \"none\"",
+        )  # fmt: skip
+
+
+def _without_paths(reason: str, index_dir: Path) -> str:
+    """`reason` with the index directory, however spelt, shown as its name only: an absolute
+    path on the server tells an anonymous client where things live, and helps it no further."""
+    spellings = {str(index_dir), str(index_dir.absolute()), str(index_dir.resolve())}
+    for spelling in sorted(spellings, key=len, reverse=True):
+        if spelling not in (".", ""):
+            reason = reason.replace(spelling, index_dir.name or "the index")
+    return _ABSOLUTE.sub(lambda m: m.group(1) + os.path.basename(m.group(2)), reason)
+
+
+# An absolute path left in a reason (a file beside the index): shown by its last part.
+_ABSOLUTE = re.compile(r"(^|[\s'\"(`])(/[^\s'\"`),;]+)")
 
 
 def _explain(error: Any) -> Any:
@@ -247,7 +308,8 @@ def owning_server(settings: Settings, host: str, port: int) -> tuple[uvicorn.Ser
         ) from exc
     bound = sock.getsockname()[1]
     owner = None if settings.qdrant_url else Owner.for_this_process(loopback_url(host, bound))
-    config = server_config(settings, create_app(settings, owner), host, bound)
+    hosts = HostPolicy.for_server(host, settings.api_allowed_hosts, settings.api_token is not None)
+    config = server_config(settings, create_app(settings, owner, hosts=hosts), host, bound)
     log.info(f"serving {settings.index_dir} on http://{_hostport(host, bound)}")
     return uvicorn.Server(config), sock
 
@@ -263,18 +325,6 @@ def loopback_url(host: str, port: int) -> str:
 
 def _hostport(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-
-
-def server_config(settings: Settings, app: FastAPI, host: str, port: int) -> uvicorn.Config:
-    """uvicorn's configuration: its h11 protocol with a header-read timeout for slow clients."""
-    import uvicorn
-
-    from ctxr.api.protocol import with_header_timeout
-
-    return uvicorn.Config(
-        app, host=host, port=port, access_log=False, log_level="info",
-        http=with_header_timeout(settings.api_header_timeout),
-    )  # fmt: skip
 
 
 def _log_access_as_json() -> None:

@@ -20,7 +20,7 @@ from types import TracebackType
 from typing import Any
 
 from ctxr.config import Settings
-from ctxr.errors import ConfigError, CtxrError, IndexError_, IndexInUseError
+from ctxr.errors import ConfigError, CtxrError, IndexError_, IndexInUseError, IndexNotFoundError
 from ctxr.index.owner import Owner, cwd_mismatch, live_owner
 from ctxr.retrieve.hits import hit_from_json
 from ctxr.retrieve.service import SearchService
@@ -49,7 +49,10 @@ def open_searcher(
             f"--rrf-k cannot be sent to {owner.describe()}, which searches this index with "
             "its own CTXR_RRF_K; leave it out, or stop the server to search with it"
         )
-    return ServedIndex(owner, settings.api_max_batch, candidates=candidates, fusion=fusion)
+    return ServedIndex(
+        owner, settings.api_max_batch, candidates=candidates, fusion=fusion,
+        max_rerank=settings.api_max_rerank_queries, rerank=settings.rerank,
+    )  # fmt: skip
 
 
 class ServedIndex:
@@ -60,9 +63,14 @@ class ServedIndex:
         *,
         candidates: int | None = None,
         fusion: str | None = None,
+        max_rerank: int = 4,
+        rerank: str | None = None,
     ) -> None:
         self.owner = owner
         self._max_batch = max(1, max_batch)
+        # A paid reranker's batches stay within the server's CTXR_API_MAX_RERANK_QUERIES.
+        self._max_rerank = max(1, max_rerank)
+        self._rerank = rerank  # the reranker a search that names none uses (CTXR_RERANK)
         self._candidates = candidates
         self._fusion = fusion
 
@@ -120,8 +128,10 @@ class ServedIndex:
         }
         options.update({key: value for key, value in extra.items() if value is not None})
         results: list[list[Hit]] = []
-        for start in range(0, len(queries), self._max_batch):  # within the server's batch limit
-            batch = list(queries[start : start + self._max_batch])
+        paid = (rerank if rerank is not None else self._rerank or "none") in ("llm", "http")
+        size = min(self._max_batch, self._max_rerank) if paid else self._max_batch
+        for start in range(0, len(queries), size):  # within the server's batch limits
+            batch = list(queries[start : start + size])
             answer = self._post("/search", {"queries": batch, **options}, SEARCH_TIMEOUT)
             results.extend([hit_from_json(h) for h in r["hits"]] for r in answer["results"])
         return results
@@ -172,6 +182,8 @@ def _refused(owner: Owner, exc: urllib.error.HTTPError) -> CtxrError:
             if isinstance(d, dict)
         )
     text = f"{owner.describe()} answered {exc.code}: {detail or exc.reason}"
-    if exc.code in (400, 409, 413, 422):
+    if exc.code in (400, 403, 409, 413, 422):
         return ConfigError(text)
+    if exc.code == 410:  # the index is gone under the server
+        return IndexNotFoundError(text)
     return IndexError_(text)

@@ -1,10 +1,14 @@
-"""The HTTP API's outer layer: bearer-token check, body-size limit and the access log.
+"""The HTTP API's outer layer: Host check, bearer-token check, body limits and the access log.
 
 A plain ASGI middleware, so it runs before routing and before any body is parsed: a request
-without the token is answered 401 without its body being read, and a body over the limit is
+for a host the server does not answer is refused 421 (`ctxr.api.hosts`, DNS rebinding), one
+without the token 401, both without their body being read; a body over the limit is
 answered 413 from its Content-Length, or, when it is sent chunked, as soon as the bytes read
-pass the limit. Before a 413 the rest of the body is read and thrown away (up to `DRAIN_BYTES`
-within `DRAIN_SECONDS`): a client that sends its whole body before reading (Python's urllib,
+pass the limit, and a body that is not all in within `body_timeout` seconds of the headers
+is answered 408 and its connection closed (uvicorn's own timeouts stop at the headers, so a
+client sending most of a body, then nothing, held its connection and buffer for good).
+Before a 413 the rest of the body is read and thrown away (up to `DRAIN_BYTES` within
+`DRAIN_SECONDS`): a client that sends its whole body before reading (Python's urllib,
 http.client) would otherwise meet a closed socket and see ECONNRESET or EPIPE, not the 413.
 Every request then gets one JSON line on the ``ctxr.api.access`` logger: method,
 path, status, duration and, for searches, what the endpoint recorded in the scope under
@@ -24,7 +28,12 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ctxr.api.hosts import HostPolicy
+
 ACCESS_KEY = "ctxr.access"  # scope key where endpoints leave fields for the access line
+# Scope key: whether the request carried a valid token, for endpoints that answer everyone
+# but say more to a client that proved it may (/health names the index's files only to it).
+AUTHORISED_KEY = "ctxr.authorised"
 access_log = logging.getLogger("ctxr.api.access")
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 # How much of an over-limit body is read and dropped so the client can read its 413. A body
@@ -36,8 +45,10 @@ DRAIN_SECONDS = 15.0
 class Guard:
     """`token` is CTXR_API_TOKEN; `owner_token` the one a server that owns its index wrote in
     the owner file (`ctxr.index.owner`), accepted like it. `private_paths` (the live index's
-    write endpoint) always need one of the two, even where no API token is set, and answer
-    only clients on this machine (loopback, or the server's own address)."""
+    write endpoint) change what is indexed: they always need the owner token or
+    `update_token` (CTXR_API_UPDATE_TOKEN), never CTXR_API_TOKEN (403), even where no API
+    token is set, and answer only clients on this machine (loopback, or the server's own
+    address). `hosts` is the Host-header policy; None answers every host."""
 
     def __init__(
         self,
@@ -49,10 +60,16 @@ class Guard:
         open_paths: frozenset[str] = frozenset({"/health"}),
         owner_token: str | None = None,
         private_paths: frozenset[str] = frozenset(),
+        update_token: str | None = None,
+        hosts: HostPolicy | None = None,
+        body_timeout: float | None = None,
     ) -> None:
         self.app = app
         self._token = token.encode("utf-8") if token else None
         self._tokens = [t.encode("utf-8") for t in (token, owner_token) if t]
+        self._writers = [t.encode("utf-8") for t in (owner_token, update_token) if t]
+        self._hosts = hosts
+        self._body_timeout = body_timeout
         self._max_body = max_body_bytes
         self._log = log_requests
         self._open = open_paths
@@ -85,27 +102,50 @@ class Guard:
                 self._write_line(scope, status, started)
 
     def _refuse(self, scope: Scope) -> tuple[int, str, list[tuple[bytes, bytes]]] | None:
+        refused = self._hosts.refusal(scope) if self._hosts is not None else None
+        if refused is not None:
+            return refused[0], refused[1], [(b"connection", b"close")]
         private = scope["path"] in self._private
         if private and not _local(scope):
             return 403, "this endpoint answers only clients on the server's own machine", []
-        if (self._token is None and not private) or scope["path"] in self._open:
-            return None
         given = b""
         for name, value in scope["headers"]:
             if name == b"authorization":
                 given = value
                 break
         scheme, _, credential = given.partition(b" ")
-        # compare_digest: the time taken says nothing about how much of the token matched;
-        # every token is compared, so neither does which one matched.
-        matched = [hmac.compare_digest(credential.strip(), t) for t in self._tokens]
-        if scheme.lower() == b"bearer" and any(matched):
+        bearer = scheme.lower() == b"bearer"
+        credential = credential.strip()
+        searcher = bearer and _matches(credential, self._tokens)
+        scope[AUTHORISED_KEY] = searcher
+        if private:
+            return self._refuse_writer(given, bearer and _matches(credential, self._writers),
+                                       searcher)  # fmt: skip
+        if self._token is None or scope["path"] in self._open or searcher:
             return None
         reason = "wrong bearer token" if given else "missing bearer token"
         return (
             401,
-            f"{reason}: send Authorization: Bearer <CTXR_API_TOKEN>"
-            + (" (or the owner file's token)" if private else ""),
+            f"{reason}: send Authorization: Bearer <CTXR_API_TOKEN>",
+            [(b"www-authenticate", b"Bearer")],
+        )
+
+    def _refuse_writer(
+        self, given: bytes, writer: bool, searcher: bool
+    ) -> tuple[int, str, list[tuple[bytes, bytes]]] | None:
+        if writer:
+            return None
+        if searcher and self._token is not None:
+            return 403, (
+                "CTXR_API_TOKEN lets a client search, not change what is indexed: this "
+                "endpoint needs the owner file's token (what `ctxr watch` sends) or "
+                "CTXR_API_UPDATE_TOKEN"
+            ), []  # fmt: skip
+        reason = "wrong bearer token" if given else "missing bearer token"
+        return (
+            401,
+            f"{reason}: this endpoint changes the index and needs the owner file's token (what "
+            "`ctxr watch` sends) or CTXR_API_UPDATE_TOKEN",
             [(b"www-authenticate", b"Bearer")],
         )
 
@@ -117,6 +157,14 @@ class Guard:
             f"request body over {self._max_body} bytes (CTXR_API_MAX_BODY_BYTES)",
             [(b"connection", b"close")],
         )
+        too_slow = (
+            408,
+            f"request body not received within {self._body_timeout:g} s "
+            "(CTXR_API_BODY_TIMEOUT); send the whole body at once",
+            [(b"connection", b"close")],
+        )
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._body_timeout if self._body_timeout else None
         for name, value in scope["headers"]:
             if name == b"content-length":
                 try:
@@ -130,7 +178,14 @@ class Guard:
         chunks: list[bytes] = []
         size = 0
         while True:
-            message = await receive()
+            try:
+                if deadline is None:
+                    message = await receive()
+                else:
+                    left = max(deadline - loop.time(), 0.0)
+                    message = await asyncio.wait_for(receive(), timeout=left)
+            except TimeoutError:
+                return too_slow, receive
             if message["type"] != "http.request":  # the client went away
                 return None, _replay([message], receive)
             body = message.get("body", b"")
@@ -157,6 +212,13 @@ class Guard:
             line["client"] = client[0]
         line.update(scope.get(ACCESS_KEY) or {})
         access_log.info(json.dumps(line, ensure_ascii=False))
+
+
+def _matches(credential: bytes, tokens: list[bytes]) -> bool:
+    # compare_digest: the time taken says nothing about how much of a token matched; every
+    # token is compared, so neither does which one matched.
+    matched = [hmac.compare_digest(credential, t) for t in tokens]
+    return any(matched)
 
 
 def _local(scope: Scope) -> bool:

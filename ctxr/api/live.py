@@ -7,10 +7,19 @@ them itself, through the store it already has open, with `ctxr index`'s own pipe
 writing and read-back check) and this server's settings. Searches go on while it writes (the
 shard serves reads and writes from several threads); updates run one at a time.
 
-The endpoint exists only on a server that owns its index, answers only clients on this machine,
-and always needs a bearer token, CTXR_API_TOKEN or the owner file's, even where no API token
-is set (`Guard`'s private paths): it makes the server read files, which no remote client may
-ask. Paths are read as the watcher names them; a relative one means the same file only where
+The endpoint makes the server read files and serve them to every searcher, so it is guarded
+apart from search:
+
+- it exists only on a server that owns its index and answers only clients on this machine;
+- it needs the owner file's token (readable only by the server's user; what `ctxr watch`
+  sends) or CTXR_API_UPDATE_TOKEN, even where no API token is set; CTXR_API_TOKEN, which lets
+  a client search, is refused 403 (`Guard`'s private paths);
+- every root it names must resolve (links followed) inside a root the index was built from
+  (`ctxr.index.roots`) or one the server was started with (`--root`, CTXR_API_UPDATE_ROOTS);
+  anything else is refused 403 naming the root and the fix;
+- it never creates an index: into one that was deleted it answers 503 saying what to run.
+
+Paths are read as the watcher names them; a relative one means the same file only where
 both processes run in the same directory, so a watcher elsewhere is refused (409) with the fix.
 """
 
@@ -27,11 +36,13 @@ from starlette.concurrency import run_in_threadpool
 from ctxr.api.client import UPDATE_PATH
 from ctxr.api.holder import ServiceHolder
 from ctxr.config import Settings
+from ctxr.errors import IndexNotFoundError
 from ctxr.index import components
 from ctxr.index.embed.cache import CachedEmbedder
 from ctxr.index.manifest import Manifest
 from ctxr.index.owner import cwd_mismatch
-from ctxr.pipeline.build import OpenIndex
+from ctxr.index.roots import inside, recorded_roots, resolved
+from ctxr.pipeline.build import OpenIndex, refuse_missing
 from ctxr.pipeline.report import IndexReport
 from ctxr.pipeline.update import update_index
 
@@ -51,13 +62,37 @@ def add_live_routes(app: FastAPI, holder: ServiceHolder, settings: Settings) -> 
         mismatch = cwd_mismatch(body.roots, body.cwd, os.getcwd())
         if mismatch:
             raise HTTPException(409, detail=mismatch)
+        try:
+            refuse_missing(holder.index_dir)
+        except IndexNotFoundError as exc:  # 410: the watcher stops rather than retry
+            raise HTTPException(410, detail=str(exc)) from None
+        outside = _outside_roots(body.roots, holder, settings)
+        if outside:
+            raise HTTPException(403, detail=outside)
         report = await run_in_threadpool(_update, holder, settings, body)
         return report.to_json()
+
+
+def _outside_roots(roots: list[str], holder: ServiceHolder, settings: Settings) -> str | None:
+    """Why an update's roots may not be read, or None: each must resolve inside an allowed root."""
+    allowed = [*recorded_roots(holder.index_dir), *(resolved(r) for r in settings.api_update_roots)]
+    for root in roots:
+        if not inside(root, allowed):
+            shown = root if len(root) <= 200 else root[:200] + "..."
+            where = ", ".join(allowed) if allowed else "none recorded for this index"
+            return (
+                f"{shown!r} resolves to {resolved(root)!r}, outside the folders this index was "
+                f"built from or the server was given ({where}); an update reads only those. "
+                f"Index it on purpose with `ctxr index {shown} --index {holder.index_dir}` "
+                "(stop the server first), or start `ctxr serve` with --root for it"
+            )
+    return None
 
 
 def _update(holder: ServiceHolder, settings: Settings, body: UpdateRequest) -> IndexReport:
     with holder.writing() as service:
         # A copy to write: searches keep reading the service's until the update is adopted.
+        refuse_missing(Path(settings.index_dir))  # gone under the server: nothing to update
         manifest = Manifest.load(Path(settings.index_dir))
         embedder = CachedEmbedder(
             service.embedder, components.cache_dir(settings) / "embeddings", owns_inner=False

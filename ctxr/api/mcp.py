@@ -1,9 +1,13 @@
 """The MCP server (`ctxr mcp`): an index's search as tools an agent can call.
 
 Built on the official `mcp` SDK (2.x, `MCPServer`; the `mcp` extra). Three tools and one
-resource, over stdio (one client: Claude Desktop, Claude Code, an IDE) or the streamable HTTP
-transport (`ctxr mcp --http HOST:PORT`), which sits behind the same `Guard` as `ctxr serve`:
-the bearer token `CTXR_API_TOKEN`, the body limit and the JSON access log.
+resource, over stdio (one client: Claude Desktop, Claude Code, an IDE; every line it sends is
+answered, `ctxr.api.mcp_stdio`) or the streamable HTTP transport (`ctxr mcp --http HOST:PORT`),
+which sits behind the same `Guard` and uvicorn protocol as `ctxr serve`: the Host check
+(`ctxr.api.hosts`, 421), the bearer token `CTXR_API_TOKEN`, the body limit and deadline, the
+connection cap and the JSON access log. Its sessions are capped (`CTXR_MCP_MAX_SESSIONS`; one
+more is answered 503) and one left idle for `CTXR_MCP_SESSION_IDLE_TIMEOUT` seconds is closed
+(its id then answers 404 and the client starts a new one).
 
 - `search`: the hybrid search of the HTTP API's POST /search, answered in the hit schema every
   face shares (`ctxr.retrieve.hits`, ``ctxr.hits/1``).
@@ -27,10 +31,12 @@ from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import AfterValidator, BaseModel, Field
 from starlette.types import ASGIApp
 
 from ctxr.api.guard import Guard
+from ctxr.api.hosts import HostPolicy
 from ctxr.api.models import DocumentResponse
 from ctxr.api.stats import stats_response
 from ctxr.config import Settings
@@ -221,23 +227,37 @@ def _unknown(doc_id: str) -> str:
 
 
 def http_app(settings: Settings, server: MCPServer, host: str) -> ASGIApp:
-    """The streamable HTTP app at /mcp, behind the API's guard (token, body limit, log)."""
+    """The streamable HTTP app at /mcp, behind the API's guard (hosts, token, body, log)."""
     token = settings.api_token.get_secret_value() if settings.api_token else None
-    app = server.streamable_http_app(streamable_http_path=MCP_PATH, host=host)
+    app = server.streamable_http_app(
+        streamable_http_path=MCP_PATH,
+        host=host,
+        # The guard checks Host and Origin for both servers, with the user's allowed names;
+        # the SDK's own check knows only the loopback names.
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+        max_sessions=settings.mcp_max_sessions,
+        session_idle_timeout=settings.mcp_session_idle_timeout,
+    )
     return Guard(
         app,
         token=token,
         max_body_bytes=settings.api_max_body_bytes,
         log_requests=settings.api_access_log,
         open_paths=frozenset(),
+        hosts=HostPolicy.for_server(host, settings.api_allowed_hosts, token is not None),
+        body_timeout=settings.api_body_timeout,
     )
 
 
 def serve_stdio(settings: Settings) -> None:
     """Serve one client over stdin/stdout until it closes the pipe."""
+    import anyio
+
+    from ctxr.api.mcp_stdio import serve_stdio_answering
+
     holder = IndexHolder(settings)
     try:
-        create_server(settings, holder).run("stdio")
+        anyio.run(serve_stdio_answering, create_server(settings, holder))
     finally:
         holder.close()
 
@@ -247,9 +267,11 @@ def serve_http(settings: Settings, host: str, port: int) -> None:
     import anyio
     import uvicorn
 
+    from ctxr.api.protocol import server_config
+
     holder = IndexHolder(settings)
     app = http_app(settings, create_server(settings, holder), host)
-    config = uvicorn.Config(app, host=host, port=port, access_log=False, log_level="info")
+    config = server_config(settings, app, host, port)
     try:
         anyio.run(uvicorn.Server(config).serve)
     finally:

@@ -1,4 +1,5 @@
-"""The HTTP protocol `ctxr serve` runs: uvicorn's h11 protocol with a header-read timeout.
+"""The HTTP protocol both servers run (`ctxr serve`, `ctxr mcp --http`): uvicorn's h11 protocol
+with a header-read timeout, and a cap on open connections.
 
 uvicorn closes a connection left idle after a response (`timeout_keep_alive`), but it sets no
 limit on how long a client may take to send a request's headers: a client that connects and
@@ -6,15 +7,26 @@ sends nothing, or one header byte every few seconds (the keep-alive timer restar
 byte), holds a connection, and its slot, for as long as it likes. Here a timer starts whenever
 the connection is ready for a request (accepted, or its last response sent) and the connection
 is closed if the request's headers are not complete within `CTXR_API_HEADER_TIMEOUT` seconds.
-Reading the body and computing the answer are not limited by it.
+Reading the body is bounded by the guard's body deadline (`ctxr.api.guard`, 408); computing
+the answer is not limited here.
+
+Open connections are capped at `CTXR_API_MAX_CONNECTIONS` (uvicorn's `limit_concurrency`):
+past it a new request is answered 503 and its connection closed, so a flood of slow clients
+costs at most that many sockets and buffers.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
+
+if TYPE_CHECKING:
+    import uvicorn
+    from starlette.types import ASGIApp
+
+    from ctxr.config import Settings
 
 
 class HeaderTimeoutProtocol(H11Protocol):
@@ -60,3 +72,15 @@ class HeaderTimeoutProtocol(H11Protocol):
 def with_header_timeout(seconds: float) -> type[HeaderTimeoutProtocol]:
     """The protocol class for one server (uvicorn takes a class, not an instance)."""
     return type("HeaderTimeoutProtocol", (HeaderTimeoutProtocol,), {"header_timeout": seconds})
+
+
+def server_config(settings: Settings, app: ASGIApp, host: str, port: int) -> uvicorn.Config:
+    """uvicorn's configuration for either server: this protocol, the connection cap, no
+    uvicorn access log (the guard writes its own)."""
+    import uvicorn
+
+    return uvicorn.Config(
+        app, host=host, port=port, access_log=False, log_level="info",
+        http=with_header_timeout(settings.api_header_timeout),
+        limit_concurrency=settings.api_max_connections,
+    )  # fmt: skip

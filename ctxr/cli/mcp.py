@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from ctxr.cli.options import index_option
+from ctxr.cli.serve import allowed_host_option
 from ctxr.config import load_settings
 from ctxr.errors import ConfigError
 
@@ -32,7 +33,8 @@ def _host_port(value: str | None) -> tuple[str, int] | None:
     help="serve the streamable HTTP transport at http://HOST:PORT/mcp (bearer CTXR_API_TOKEN) "
     "instead of stdio",
 )  # fmt: skip
-def mcp_command(index_dir: Path | None, http: str | None) -> None:
+@allowed_host_option
+def mcp_command(index_dir: Path | None, http: str | None, allowed_hosts: tuple[str, ...]) -> None:
     """Serve search to agents over MCP: tools search, get_document, get_passage; stdio by
     default (for Claude Desktop, Claude Code, IDEs)."""
     address = _host_port(http)
@@ -40,7 +42,11 @@ def mcp_command(index_dir: Path | None, http: str | None) -> None:
         from ctxr.api import mcp
     except ImportError as exc:
         raise ConfigError(f"`ctxr mcp` needs the MCP SDK ({exc}); pip install 'ctxr[mcp]'") from exc
-    settings = load_settings(index_dir=index_dir)
+    settings = load_settings(
+        index_dir=index_dir,
+        api_allowed_hosts=allowed_hosts or None,
+        flags={"api_allowed_hosts": "--allowed-host"},
+    )
     if address is None:
         mcp.serve_stdio(settings)
         return

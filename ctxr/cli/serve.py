@@ -11,12 +11,37 @@ from ctxr.cli.options import index_option
 from ctxr.config import load_settings
 from ctxr.errors import ConfigError
 
+# Repeatable: each flag names one; given, they replace CTXR_API_ALLOWED_HOSTS.
+allowed_host_option = click.option(
+    "--allowed-host",
+    "allowed_hosts",
+    multiple=True,
+    metavar="NAME",
+    help="a Host name to answer besides localhost and IP addresses (repeatable; * = any); "
+    "default CTXR_API_ALLOWED_HOSTS",
+)
+
 
 @click.command("serve")
 @index_option
 @click.option("--host", default="127.0.0.1", show_default=True, help="address to bind")
 @click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
-def serve_command(index_dir: Path | None, host: str, port: int) -> None:
+@allowed_host_option
+@click.option(
+    "--root",
+    "roots",
+    multiple=True,
+    type=click.Path(exists=True, file_okay=True, path_type=Path),
+    help="a folder `ctxr watch` may update besides those the index was built from "
+    "(repeatable); default CTXR_API_UPDATE_ROOTS",
+)
+def serve_command(
+    index_dir: Path | None,
+    host: str,
+    port: int,
+    allowed_hosts: tuple[str, ...],
+    roots: tuple[Path, ...],
+) -> None:
     """Serve search over HTTP (POST /search, /health, /stats, /documents/ID, /docs)."""
     try:
         from ctxr.api.app import serve
@@ -24,7 +49,12 @@ def serve_command(index_dir: Path | None, host: str, port: int) -> None:
         raise ConfigError(
             f"`ctxr serve` needs FastAPI and uvicorn ({exc}); pip install 'ctxr[server]'"
         ) from exc
-    settings = load_settings(index_dir=index_dir)
+    settings = load_settings(
+        index_dir=index_dir,
+        api_allowed_hosts=allowed_hosts or None,
+        api_update_roots=tuple(str(r) for r in roots) or None,
+        flags={"api_allowed_hosts": "--allowed-host", "api_update_roots": "--root"},
+    )
     if host not in ("127.0.0.1", "localhost", "::1") and settings.api_token is None:
         logging.getLogger("ctxr").warning(
             f"serving on {host} without CTXR_API_TOKEN: anyone who can reach it can search"

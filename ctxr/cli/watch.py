@@ -11,8 +11,11 @@ that meets a server that has just taken the index is sent to it.
 Changes are debounced (written once the folders have been quiet for `--debounce` ms, or after
 at most `MAX_WAIT_MS` of steady change). An update that fails for a reason that can pass (the
 index in use, a provider error) keeps its paths and is tried again; a bad setting stops the
-watcher with the error. Ctrl-C stops it cleanly, between updates or in one (a killed update
-loses at most its last batch, as for `ctxr index`).
+watcher with the error, and so does an index that is gone (deleted, or never built): an update
+never creates one, since into a deleted index it would write one of the few files that just
+changed, which a server would then serve as the whole; the error says what to run. Ctrl-C stops
+it cleanly, between updates or in one (a killed update loses at most its last batch, as for
+`ctxr index`).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ import click
 
 from ctxr.cli.options import follow_links_option, index_option
 from ctxr.config import Settings, load_settings
-from ctxr.errors import ConfigError, CtxrError, IndexInUseError
+from ctxr.errors import ConfigError, CtxrError, IndexInUseError, IndexNotFoundError
 
 if TYPE_CHECKING:
     from ctxr.index.embed.base import Embedder
@@ -84,7 +87,7 @@ def watch_command(
             last_try = time.monotonic()
             try:
                 report, via = updater.apply(batch)
-            except ConfigError:
+            except (ConfigError, IndexNotFoundError):
                 raise
             except CtxrError as exc:
                 _say(f"{_now()}  update failed, kept for the next one: {exc}")

@@ -17,11 +17,13 @@ from pathlib import Path
 from ctxr.config import Settings
 from ctxr.enrich.load.walk import display_path
 from ctxr.enrich.situate.contexts import ContextPlan, resolve_context
+from ctxr.errors import IndexNotFoundError
 from ctxr.index import components, integrity
 from ctxr.index.bm25.analyzer import Bm25Analyzer
 from ctxr.index.embed.base import Embedder
 from ctxr.index.manifest import MANIFEST_NAME, Manifest
 from ctxr.index.owner import refuse_if_owned
+from ctxr.index.roots import record_roots
 from ctxr.index.run_lock import index_lock
 from ctxr.index.store import factory as store_factory
 from ctxr.index.store.base import Store
@@ -40,8 +42,15 @@ FULL_CHECK_POINTS = 20_000
 
 
 def open_or_create(
-    index_dir: Path, settings: Settings, embedder: Embedder, analyzer: Bm25Analyzer, rebuild: bool
+    index_dir: Path,
+    settings: Settings,
+    embedder: Embedder,
+    analyzer: Bm25Analyzer,
+    rebuild: bool,
+    create: bool = True,
 ) -> tuple[Manifest, Store]:
+    """The index's manifest and store; a new index when there is none, unless `create` is
+    False (an update: see `refuse_missing`)."""
     wanted = components.index_settings(settings, embedder, analyzer)
     shard = store_factory.shard_path(index_dir)
     if rebuild:
@@ -58,6 +67,8 @@ def open_or_create(
             store.close()
             raise
         return manifest, store
+    if not create:
+        refuse_missing(index_dir)
     # No manifest: a new index, or a shard orphaned by a run that died before writing its
     # manifest. Nothing in an orphan is recorded as indexed, so it is recreated, not trusted.
     shutil.rmtree(shard, ignore_errors=True)
@@ -65,6 +76,18 @@ def open_or_create(
     manifest = Manifest(settings=wanted, document_vectors=True)  # the store has `bm25_doc`
     manifest.save(index_dir)
     return manifest, store
+
+
+def refuse_missing(index_dir: Path) -> None:
+    """Raise `IndexNotFoundError` when the index has no manifest. An update (`ctxr watch`, a
+    served update) never creates an index: into a deleted one it would write an index of the
+    few files that just changed, which a server would then serve as the whole."""
+    if not (index_dir / MANIFEST_NAME).exists():
+        raise IndexNotFoundError(
+            f"no ctxr index at {index_dir} (missing {MANIFEST_NAME}; deleted?): an update never "
+            f"creates one; build it with `ctxr index PATH... --index {index_dir}`, then start "
+            "`ctxr watch` again"
+        )
 
 
 # Collects the documents to (re)index, given the open manifest and store.
@@ -95,6 +118,7 @@ def build_index(
     def collect(
         manifest: Manifest, store: Store, recipe: str, report: IndexReport, bar: Progress
     ) -> list[Document]:
+        record_roots(Path(settings.index_dir), paths, fresh=rebuild)  # what updates may read
         todo = load_changed(paths, settings, manifest, recipe, report, bar)
         if prune:
             # Gone from a given path, or passed over by this walk for any reason (emptied,
@@ -150,18 +174,22 @@ def run_index(
     embedder: Embedder | None,
     progress: Progress | None,
     opened: OpenIndex | None = None,
+    create: bool = True,
 ) -> IndexReport:
+    """One run over the index; `create=False` (an update) refuses an index that is gone."""
     started = time.perf_counter()
     progress = progress or NullProgress()
     plan = resolve_context(settings)
     index_dir = Path(settings.index_dir)
     if opened is None:  # before --rebuild could delete a shard a server has open
         refuse_if_owned(index_dir, "index it")
+        if not create:
+            refuse_missing(index_dir)  # before the lock would make its directory
     report = IndexReport(index_dir=str(index_dir), context_kind=plan.kind)
     try:
         with index_lock(index_dir):  # before anything is created: one run per index at a time
             _locked_run(collect, settings, chunker, chunker_name, rebuild, embedder, progress,
-                        plan, report, opened)  # fmt: skip
+                        plan, report, opened, create)  # fmt: skip
     except KeyboardInterrupt:
         # Ctrl-C: every batch written so far is flushed and in the manifest, every LLM answer
         # in the response cache; the report says so, and the next run resumes from there.
@@ -183,6 +211,7 @@ def _locked_run(
     plan: ContextPlan,
     report: IndexReport,
     opened: OpenIndex | None,
+    create: bool = True,
 ) -> None:
     index_dir = Path(settings.index_dir)
     own_embedder = embedder is None  # a caller's embedder stays open for its next run
@@ -190,7 +219,9 @@ def _locked_run(
         embedder = embedder or components.make_embedder(settings, cached=True)
         analyzer = components.make_analyzer(settings)
         if opened is None:
-            manifest, store = open_or_create(index_dir, settings, embedder, analyzer, rebuild)
+            manifest, store = open_or_create(
+                index_dir, settings, embedder, analyzer, rebuild, create
+            )
         else:
             manifest, store = opened.manifest, opened.store
     try:

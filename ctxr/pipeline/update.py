@@ -70,7 +70,10 @@ def update_index(
         remove_documents(gone, manifest, store, report)
         return todo
 
-    return run_index(collect, settings, None, "split", False, embedder, progress, opened=opened)
+    # create=False: an update into an index that is gone is refused, never a new index.
+    return run_index(
+        collect, settings, None, "split", False, embedder, progress, opened=opened, create=False
+    )
 
 
 def changed_targets(roots: Sequence[str | Path], changed: Iterable[str | Path]) -> list[Target]:

@@ -1,6 +1,6 @@
 """The owning server's side, in-process: the owner file follows the shard, the write endpoint
-(`POST /index/update`) needs a token and a local client, and an update through the open store
-is searchable at once without the server reopening the index."""
+(`POST /index/update`) needs the owner's token and a local client, and an update through the
+open store is searchable at once without the server reopening the index."""
 
 from __future__ import annotations
 
@@ -103,4 +103,7 @@ def test_the_write_endpoint_needs_a_token_and_a_local_client(
         for token in ("api-secret", owner.token):  # the owner file's token works like the API's
             headers = _bearer(token)
             assert client.post("/search", json={"query": "otter"}, headers=headers).is_success
-            assert client.post("/index/update", json=body, headers=headers).is_success
+        # ... but the API's does not change the index: that is the owner file's to allow.
+        searcher = client.post("/index/update", json=body, headers=_bearer("api-secret"))
+        assert searcher.status_code == 403 and "owner file" in searcher.json()["detail"]
+        assert client.post("/index/update", json=body, headers=_bearer(owner.token)).is_success
