@@ -68,7 +68,15 @@ def _param_names(param: click.Parameter) -> str:
 def _param_help(param: click.Parameter) -> str:
     if isinstance(param, click.Argument):
         return "required" if param.required else "optional"
-    return getattr(param, "help", None) or ""
+    if text := getattr(param, "help", None):
+        return str(text)
+    # An option without help of its own that sets a setting says what the setting does.
+    from ctxr.config import Settings
+
+    field = Settings.model_fields.get(param.name or "")
+    if field is not None and field.description:
+        return f"{field.description} [CTXR_{(param.name or '').upper()}]"
+    return ""
 
 
 def _commands(group: click.Group, ctx: click.Context) -> Iterator[tuple[str, click.Command]]:
