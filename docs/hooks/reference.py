@@ -231,6 +231,9 @@ def _settings_rows(
             env = f"{prefix}{name}".upper()
         # .env.example's comment says more than the field's one-line description.
         what = comments.get(env) or field.description or ""
+        # A comment that points at a page of this site becomes a link to it.
+        what = re.sub(r"docs/((?:explanation|how-to|reference|tutorials)/[\w-]+)\.md",
+                      r"[\1](../\1.md)", what)  # fmt: skip
         yield (env, name, _type_name(annotation), _default(field), _cell(what),
                _impact(name, recipe, recorded))  # fmt: skip
 
