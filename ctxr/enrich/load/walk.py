@@ -208,6 +208,13 @@ def _is_dir(path: Path | os.DirEntry[str]) -> bool:
         return False
 
 
+def _is_link(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_symlink()
+    except OSError:
+        return False  # it cannot be looked at: the stat that follows names why
+
+
 def _walk_tree(
     root: Path,
     top: Path,
@@ -238,7 +245,7 @@ def _walk_tree(
                 continue
             path = here / entry.name
             judged = _judge_dir(path, rel_dir, spec)
-            if judged is None and entry.is_symlink():
+            if judged is None and _is_link(entry):
                 judged = links.judge(path)
             if judged is not None:
                 yield judged
@@ -246,7 +253,8 @@ def _walk_tree(
                 descend.append(path)
         for entry in entries:
             if not _is_dir(entry):
-                yield _judge_file(here / entry.name, rel_dir, spec, max_file_bytes, links)
+                path = here / entry.name
+                yield _judge_file(path, rel_dir, spec, max_file_bytes, links, _is_link(entry))
         stack.extend(reversed(descend))
 
 
@@ -264,12 +272,14 @@ def _judge_file(
     spec: pathspec.GitIgnoreSpec | None,
     max_file_bytes: int,
     links: Links,
+    is_link: bool | None = None,
 ) -> Path | Skipped:
+    """`path` if the walk reads it, else why not; `is_link` when the caller's listing knows."""
     if path.name.startswith("."):
         return Skipped(display_path(path), "hidden file")
     if spec is not None and spec.match_file((rel_dir / path.name).as_posix()):
         return Skipped(display_path(path), "ignored file")
-    if path.is_symlink():
+    if path.is_symlink() if is_link is None else is_link:
         judged = links.judge(path)
         if judged is not None:
             return judged
