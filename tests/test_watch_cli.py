@@ -40,3 +40,20 @@ def test_the_update_line_says_what_changed_and_where_it_went() -> None:
 def test_watch_needs_existing_paths() -> None:
     result = CliRunner().invoke(main, ["watch", os.path.join("no", "such", "dir")])
     assert result.exit_code == 2 and "does not exist" in result.output
+
+
+def test_watch_never_creates_an_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, embed_cache_dir: Path
+) -> None:
+    # Before, the first sync built a new index from the watched folder (and, after the index
+    # was deleted under a watcher, one edit made an index of that one file).
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("CTXR_CACHE_DIR", str(embed_cache_dir))
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.md").write_text("# A\n\nSome words.\n")
+    result = CliRunner().invoke(main, ["watch", "docs", "--index", "idx"])
+    assert result.exit_code == 2, result.output
+    message = " ".join(result.output.split())
+    assert "no ctxr index at idx" in message and "an update never creates one" in message
+    assert "`ctxr index PATH... --index idx`" in message
+    assert not (tmp_path / "idx").exists()

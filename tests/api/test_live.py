@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -122,11 +123,28 @@ def search(query: str, *extra: str) -> list[dict[str, object]]:
     return hits
 
 
-def sources(query: str) -> set[object]:
+def sources(query: str) -> set[object] | None:
+    """The sources a BM25 search finds, or None when the search failed (a local update holds
+    the index for a moment): a failed look is no answer, so "not found" never reads as gone."""
     try:
         return {h["source"] for h in search(query, "--mode", "bm25")}
-    except AssertionError:  # a local update holds the index for a moment: look again
-        return set()
+    except AssertionError:
+        return None
+
+
+def found(source: str, query: str) -> bool:
+    seen = sources(query)
+    return seen is not None and source in seen
+
+
+def gone(source: str, query: str) -> bool:
+    seen = sources(query)
+    return seen is not None and source not in seen
+
+
+def updated(child: Child, words: str) -> bool:
+    """Whether the watcher has printed an update line with `words` ("1 removed")."""
+    return any("changed:" in x and words in x for x in child.lines)
 
 
 def test_search_goes_through_the_server_and_prints_its_hits(server: Child, tmp_path: Path) -> None:
@@ -171,12 +189,14 @@ def test_watch_beside_the_server_makes_a_saved_file_searchable(
     try:
         wait_for("the first sync", lambda: any("changed:" in x for x in watch.lines), watch)
         (corpus / "walrus.md").write_text("# Walrus\n\nThe walrus hums a quiet zeppelin song.\n")
-        delay = wait_for("the saved file is found", lambda: "docs/walrus.md" in sources(
-            "walrus zeppelin"), watch)  # fmt: skip
+        delay = wait_for("the saved file is found",
+                         lambda: found("docs/walrus.md", "walrus zeppelin"), watch)  # fmt: skip
         print(f"saved -> searchable through the server: {delay:.2f} s")
         (corpus / "lighthouse.md").unlink()
-        wait_for("the deleted file is gone", lambda: "docs/lighthouse.md" not in sources(
-            "keeper lamp dusk"), watch)  # fmt: skip
+        # The watcher's line says the deletion was written; only then is "not found" news.
+        wait_for("the deletion is written", lambda: updated(watch, "1 removed"), watch)
+        wait_for("the deleted file is gone",
+                 lambda: gone("docs/lighthouse.md", "keeper lamp dusk"), watch)  # fmt: skip
     finally:
         code = watch.stop()
     assert code == 0, watch.text()
@@ -193,16 +213,44 @@ def test_watch_alone_keeps_the_index_live_and_searchable(corpus: Path, tmp_path:
         wait_for("the first sync", lambda: any("changed:" in x for x in watch.lines), watch)
         (corpus / "sub").mkdir()
         (corpus / "sub" / "heron.md").write_text("# Heron\n\nThe heron fishes at the weir.\n")
-        delay = wait_for("the saved file is found", lambda: "docs/sub/heron.md" in sources(
-            "heron weir"), watch)  # fmt: skip
+        delay = wait_for("the saved file is found",
+                         lambda: found("docs/sub/heron.md", "heron weir"), watch)  # fmt: skip
         print(f"saved -> searchable, watcher alone: {delay:.2f} s")
         (corpus / "otters.md").unlink()
-        wait_for("the deleted file is gone", lambda: "docs/otters.md" not in sources(
-            "otter pebble"), watch)  # fmt: skip
+        wait_for("the deletion is written", lambda: updated(watch, "1 removed"), watch)
+        wait_for("the deleted file is gone", lambda: gone("docs/otters.md", "otter pebble"), watch)
     finally:
         code = watch.stop()
     assert code == 0, watch.text()
     assert not any("through" in x for x in watch.lines)
+
+
+def test_a_deleted_index_under_serve_and_watch_is_never_rebuilt_from_one_edit(
+    server: Child, corpus: Path, tmp_path: Path
+) -> None:
+    # Before, the watcher wrote a new index holding only the edited file, the server reopened
+    # it, and /health said ok while searches answered from one document.
+    import httpx
+
+    owner = live_owner(tmp_path / "idx")
+    assert owner is not None
+    watch = start(["watch", "docs", "--index", "idx"], tmp_path, dict(os.environ))
+    try:
+        wait_for("the first sync", lambda: updated(watch, "unchanged"), watch)
+        shutil.rmtree(tmp_path / "idx")
+        (corpus / "otters.md").write_text("# Otters\n\nThe otter now hums a tune.\n")
+        deadline = time.monotonic() + DEADLINE
+        while watch.process.poll() is None:  # the watcher stops by itself, saying why
+            assert time.monotonic() < deadline, watch.text()
+            time.sleep(0.1)
+    finally:
+        code = watch.stop()
+    assert code == 2, watch.text()
+    assert "an update never creates one" in watch.text() and "ctxr index" in watch.text()
+    assert not (tmp_path / "idx" / "manifest.json").exists()
+    health = httpx.get(owner.url + "/health", headers={"Authorization": f"Bearer {owner.token}"})
+    assert health.status_code == 503 and "was deleted" in health.json()["reason"]
+    assert "Traceback" not in watch.text()
 
 
 def test_a_killed_servers_owner_file_is_ignored(corpus: Path, tmp_path: Path) -> None:

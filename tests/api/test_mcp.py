@@ -332,3 +332,66 @@ def test_mcp_http_command_serves_behind_the_token(
         child.terminate()
         child.wait(timeout=20)
         log.close()
+
+
+def test_stdio_answers_a_message_it_cannot_read_with_a_json_rpc_error(tmp_path: Path) -> None:
+    # Before, a request nested 500 levels deep (past pydantic's JSON recursion limit) and a
+    # line that is not JSON got no answer at all: the client waited for good.
+    import subprocess
+
+    params = _stdio(tmp_path / "none")
+    child = subprocess.Popen(
+        [params.command, *params.args], cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    assert child.stdin is not None and child.stdout is not None
+    replies: list[dict[str, Any]] = []
+    threading.Thread(target=lambda: replies.extend(json.loads(x) for x in child.stdout),
+                     daemon=True).start()  # fmt: skip
+
+    def send(message: dict[str, Any] | str) -> None:
+        assert child.stdin is not None
+        child.stdin.write((message if isinstance(message, str) else json.dumps(message)) + "\n")
+        child.stdin.flush()
+
+    def reply_to(request_id: Any) -> dict[str, Any]:
+        deadline = time.monotonic() + 60
+        while True:
+            found = [r for r in replies if r.get("id") == request_id and "jsonrpc" in r]
+            if found:
+                return found[0]
+            assert child.poll() is None and time.monotonic() < deadline, replies
+            time.sleep(0.05)
+
+    deep: Any = "x"
+    for _ in range(500):
+        deep = [deep]
+    try:
+        send({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+              "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                         "clientInfo": {"name": "t", "version": "1"}}})  # fmt: skip
+        assert "result" in reply_to(1)
+        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        send(
+            '{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "search", '
+            '"arguments": {"query": "x", "filters": {"source": ' + json.dumps(deep) + "}}}}"
+        )
+        deep_error = reply_to(7)["error"]
+        assert deep_error["code"] == -32700 and "nests deeper" in deep_error["message"]
+        send("this is not json")
+        assert reply_to(None)["error"]["code"] == -32700
+        send({"jsonrpc": "2.0", "id": 8, "method": "tools/list"})  # and it goes on serving
+        assert len(reply_to(8)["result"]["tools"]) == 3
+    finally:
+        child.stdin.close()
+        child.wait(timeout=30)
+
+
+def test_the_top_level_id_is_found_without_parsing_the_rest() -> None:
+    from ctxr.api.mcp_stdio import top_level_id
+
+    assert top_level_id('{"jsonrpc": "2.0", "params": {"id": 3}, "id": "a\\"b"}') == 'a"b'
+    assert top_level_id('{"id": 12, "params": ' + "[" * 5000) == 12
+    assert top_level_id('{"params": {"id": 3}}') is None
+    assert top_level_id("[1, 2]") is None and top_level_id("garbage") is None
+    assert top_level_id('{"id": true}') is None
