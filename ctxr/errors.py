@@ -11,6 +11,7 @@ CtxrError
 │   ├── IndexMismatchError
 │   ├── IndexInUseError    another process holds the shard (a `ctxr serve` it names, or a run)
 │   └── IndexCorruptError  the store cannot be read, or reads back what was never written
+├── StorageError           a disk cannot take a write (full, read-only): nothing is damaged
 ├── EmbedderError          the embedding model cannot be loaded or run
 ├── DatasetError           an evaluation data set is missing or malformed
 ├── ProviderError          an LLM or embedding provider call failed; says if a retry can help
@@ -70,6 +71,16 @@ class IndexCorruptError(IndexError_):
     def __init__(self, message: str, what: str = "") -> None:
         super().__init__(message)
         self.what = what
+
+
+class StorageError(CtxrError):
+    """A write was refused by the disk (no space, read-only, no permission), not damage:
+    `path` is where, `free` the bytes free there when it was noticed (None if unknown)."""
+
+    def __init__(self, message: str, path: str = "", free: int | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+        self.free = free
 
 
 class EmbedderError(CtxrError):

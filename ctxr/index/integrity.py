@@ -10,6 +10,8 @@ cosine similarity, negative BM25), and nothing raises. Both are caught here:
   normalised), that BM25 weights are finite and positive, and that each payload names a document
   the manifest holds. At open it reads a sample (`OPEN_SAMPLE` points); at the end of `ctxr index`
   and in `ctxr doctor` it reads every point.
+- Bytes of the shard's bulk data that changed since ctxr last closed it (its seal) are damage
+  too, named with the files, even where the points read show nothing.
 - `check_scores` runs on every ranking a search gets back: cosine similarity lies in [-1, 1]
   and BM25 with IDF is never negative, so a score outside that range is damage, not a result.
 
@@ -89,6 +91,11 @@ def verify(store: Store, manifest: Manifest, limit: int | None = None) -> Findin
         found.unreadable = getattr(exc, "what", "") or f"reading failed: {_first_line(exc)}"
         return found
     found.complete = limit is None or found.points_read < limit
+    # Bulk data that changed since the shard's seal (`ctxr.index.store.seal`): damage even
+    # where no point read here shows it; a store without a seal has no such attribute.
+    changed = getattr(store, "seal_problem", None)
+    if isinstance(changed, str):
+        found.problems.append(changed)
     expected = manifest.chunk_count
     if found.points_stored < expected:  # more is a killed run's leftovers (orphans)
         found.problems.append(f"the store holds {found.points_stored} points, the manifest "

@@ -8,6 +8,7 @@ a second server stayed 503 after the first one stopped.
 from __future__ import annotations
 
 import os
+import random
 import shutil
 from pathlib import Path
 
@@ -48,6 +49,28 @@ def test_a_damaged_store_starts_and_answers_503_with_the_reason(
         assert "is damaged" in health.json()["reason"] and "ctxr doctor" in health.json()["reason"]
         search = client.post("/search", json=QUERY)
         assert search.status_code == 503 and "is damaged" in search.json()["detail"]
+
+
+@pytest.mark.parametrize("target", ["mutable_id_tracker.mappings", "payload_index"])
+def test_damage_that_aborted_the_engine_starts_and_answers_503(
+    target: str, examples_index: BuiltIndex, tmp_path: Path
+) -> None:
+    # Random bytes over the id tracker aborted the process (SIGABRT); over a payload index's
+    # tracker the engine panicked and the server did not start. The shard's seal finds both
+    # before the engine reads them.
+    settings = _copy(examples_index, tmp_path / "idx")
+    (segment,) = (tmp_path / "idx" / "qdrant" / "segments").iterdir()
+    path = segment / target
+    if target == "payload_index":
+        (path,) = segment.glob("payload_index/*-source-map/tracker.dat")
+    with open(path, "r+b") as damaged:
+        damaged.seek(100)
+        damaged.write(random.Random(7).randbytes(800))
+    with TestClient(create_app(settings)) as client:
+        health = client.get("/health")
+        assert health.status_code == 503
+        assert "is damaged" in health.json()["reason"] and "--repair" in health.json()["reason"]
+        assert client.post("/search", json=QUERY).status_code == 503
 
 
 def test_a_deleted_index_is_noticed_and_a_rebuilt_one_reopened(

@@ -6,7 +6,13 @@ additions keep IDF exact without re-weighting stored points.
 
 The binding raises plain exceptions; a read or write that fails on a shard that opened is damage
 on disk (a truncated vector file, a garbled payload page), so each call turns them into an
-`IndexCorruptError` that names the index directory and the fix, never a traceback.
+`IndexCorruptError` that names the index directory and the fix, never a traceback. The engine
+may also panic (`pyo3_runtime.PanicException`, a `BaseException`): that is damage too. A write
+the disk refused (full, read-only) is a `StorageError` instead: nothing is damaged.
+
+Damage that would abort the process is looked for before the engine reads the files: the seal
+(`ctxr.index.store.seal`) recorded at the last clean close is compared at open, and a shard
+without one is loaded in a child process first (`ctxr.index.store.probe`).
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from typing import Any, cast
 
 import qdrant_edge as qe
 
+from ctxr.disk import refusal, storage_error
 from ctxr.errors import CtxrError, IndexError_, IndexInUseError
 from ctxr.index.bm25.weights import SparseTerms
 from ctxr.index.filters import AllOf, AnyOf, Condition, PayloadFilter, Range, match_values
@@ -33,6 +40,8 @@ from ctxr.index.store.base import (
     ScoredRecord,
     StoredPoint,
 )
+from ctxr.index.store.probe import probe_load
+from ctxr.index.store.seal import compare, read_seal, remove_seal, write_seal
 
 try:
     import fcntl
@@ -48,7 +57,16 @@ class EdgeStore:
     def __init__(self, shard: Any, hnsw_ef: int = 256, path: Path | None = None) -> None:
         self._shard = shard
         self._params = qe.SearchParams(hnsw_ef=hnsw_ef)
+        self._path = path
         self._index_dir = path.parent if path is not None else Path("?")
+        # Seal at close: set by a clean open and by every write; cleared for good once a call
+        # on this shard failed (a damaged shard is never sealed as sound).
+        self._reseal = path is not None
+        self._failed = False
+        # Same-size changes to bulk data since the seal (see `seal.Difference`): the shard
+        # loaded, and the point checks are told, until a write makes this session's state
+        # the one to seal.
+        self.seal_problem: str | None = None
 
     @contextmanager
     def _guarded(self, action: str) -> Iterator[None]:
@@ -56,9 +74,19 @@ class EdgeStore:
             yield
         except CtxrError:
             raise
-        except Exception as exc:
-            lines = str(exc).strip().splitlines() or [type(exc).__name__]
-            raise corrupt(self._index_dir, f"{action} failed: {lines[0][:300]}") from exc
+        except BaseException as exc:
+            if not is_engine_failure(exc):
+                raise  # KeyboardInterrupt, SystemExit, GeneratorExit: never swallowed
+            self._failed = True
+            raise engine_error(self._index_dir, action, exc) from exc
+
+    def _written(self) -> None:
+        """A write: this session's state is the one to seal at close."""
+        if self.seal_problem is not None and self._path is not None:
+            remove_seal(self._path)  # kept until now to keep telling; the write changes files
+        if not self._failed:
+            self._reseal = True
+            self.seal_problem = None
 
     @classmethod
     def create(cls, path: Path, dim: int, hnsw_ef: int = 256) -> EdgeStore:
@@ -69,35 +97,50 @@ class EdgeStore:
                 for name in (SPARSE_VECTOR, DOCUMENT_VECTOR)
             },
         )
-        path.mkdir(parents=True, exist_ok=True)
         try:
+            path.mkdir(parents=True, exist_ok=True)
+            remove_seal(path)  # a seal left in the directory speaks of another shard
             shard = qe.EdgeShard.create(str(path), config)
-        except Exception as exc:  # the binding raises plain exceptions with Qdrant's message
+        except BaseException as exc:  # the binding raises plain exceptions with Qdrant's message
+            if not is_engine_failure(exc) and not isinstance(exc, OSError):
+                raise
+            kind = refusal(exc)
+            if kind is not None:
+                raise storage_error(path.parent, "index", kind, detail=_first_line(exc)) from exc
             raise IndexError_(
-                f"cannot create the Qdrant shard at {path}: {exc}; "
+                f"cannot create the Qdrant shard at {path}: {_first_line(exc)}; "
                 "remove the directory or choose another --index"
             ) from exc
-        for field in KEYWORD_FIELDS:
-            shard.update(qe.UpdateOperation.create_field_index(field, qe.PayloadSchemaType.Keyword))
-        return cls(shard, hnsw_ef, path)
+        store = cls(shard, hnsw_ef, path)
+        with store._guarded("creating the payload indexes"):
+            for field in KEYWORD_FIELDS:
+                shard.update(
+                    qe.UpdateOperation.create_field_index(field, qe.PayloadSchemaType.Keyword)
+                )
+        return store
 
     @classmethod
     def open(cls, path: Path, hnsw_ef: int = 256) -> EdgeStore:
+        """Load the shard at `path` once its files are known to be safe to load (module doc)."""
+        problem = _check_before_load(path)
         try:
             shard = qe.EdgeShard.load(str(path))
-        except Exception as exc:
+        except BaseException as exc:
+            if not is_engine_failure(exc):
+                raise
             if "WouldBlock" in str(exc):
-                # Qdrant's write-ahead log is locked: the shard is healthy but open elsewhere
-                # (`factory.open_store` names the server that owns it, if one does).
-                raise IndexInUseError(
-                    f"the index at {path.parent} is in use by another ctxr process (a running "
-                    "`ctxr index`, `ctxr watch` update, `ctxr mcp` or a Python program); wait "
-                    "for it to finish or stop it, then retry"
-                ) from exc
-            lines = str(exc).strip().splitlines() or [type(exc).__name__]
-            what = f"its Qdrant shard cannot be opened: {lines[0][:300]}"
+                raise in_use(path) from exc
+            kind = refusal(exc)
+            if kind is not None:  # the load replays the log and rewrites files: it writes
+                raise storage_error(path.parent, "index", kind, detail=_first_line(exc)) from exc
+            panicked = "" if isinstance(exc, Exception) else "the engine panicked: "
+            what = f"its Qdrant shard cannot be opened: {panicked}{_first_line(exc)}"
             raise corrupt(path.parent, what) from exc
-        return cls(shard, hnsw_ef, path)
+        store = cls(shard, hnsw_ef, path)
+        if problem is not None:  # loaded to be read, never sealed as it is
+            store.seal_problem = problem
+            store._reseal = False
+        return store
 
     @staticmethod
     def held(path: Path) -> bool:
@@ -125,6 +168,7 @@ class EdgeStore:
         if not points:
             return
         edge_points = [qe.Point(p.point_id, _vectors(p), dict(p.payload)) for p in points]
+        self._written()
         with self._guarded("writing points"):
             self._shard.update(qe.UpdateOperation.upsert_points(edge_points))
 
@@ -132,6 +176,7 @@ class EdgeStore:
         if not doc_ids:
             return
         match = qe.FieldCondition("doc_id", match=qe.MatchAny(list(doc_ids)))
+        self._written()
         with self._guarded("deleting points"):
             self._shard.update(qe.UpdateOperation.delete_points_by_filter(qe.Filter(must=[match])))
 
@@ -210,15 +255,113 @@ class EdgeStore:
                 break
 
     def optimize(self) -> bool:
+        self._written()
         with self._guarded("building the HNSW index"):
             return bool(self._shard.optimize())
 
     def flush(self) -> None:
+        self._written()  # `ctxr doctor --repair` flushes to accept what it has checked
         with self._guarded("flushing"):
             self._shard.flush()
 
     def close(self) -> None:
-        self._shard.close()
+        """Flush, seal, then let the shard go: the seal is written while this process still
+        holds the shard, so no other opener can see files newer than it."""
+        path = self._path
+        try:
+            if self._reseal and not self._failed and path is not None:
+                self._seal(path)
+        finally:
+            self._shard.close()
+
+    def _seal(self, path: Path) -> None:
+        try:
+            with self._guarded("flushing"):
+                self._shard.flush()
+            write_seal(path)
+        except (CtxrError, OSError):
+            # A full disk, or a flush that failed: no seal (the next open probes the shard in
+            # a child process), never a stale one. What went wrong was said where it happened.
+            remove_seal(path)
+
+
+def _check_before_load(path: Path) -> str | None:
+    """Compare the shard with its seal (under its lock), or probe an unsealed one in a child.
+
+    Raises `IndexCorruptError` for damage the engine must not load; returns the description of
+    changed bulk data it may load (the point checks then find what it did), else None."""
+    with _shard_lock(path) as locked:
+        if not locked:
+            raise in_use(path)
+        recorded = read_seal(path)
+        if recorded is not None:
+            difference = compare(recorded, path)
+            if difference is None:
+                remove_seal(path)  # the load changes files; the next clean close seals again
+                return None
+            if difference.fragile:
+                raise corrupt(path.parent, difference.describe())
+            return difference.describe()  # the seal stays: a crash now leaves it telling
+    if path.is_dir() and (path / WAL_DIR).is_dir():
+        died = probe_load(path)
+        if died is not None:
+            raise corrupt(path.parent, died)
+    return None
+
+
+@contextmanager
+def _shard_lock(path: Path) -> Iterator[bool]:
+    """Hold qdrant-edge's own lock on the shard (its `wal` directory) while its files are
+    compared, so no owner writes them meanwhile; False when another process holds it."""
+    if fcntl is None:  # pragma: no cover - Windows
+        yield True
+        return
+    try:
+        fd = os.open(path / WAL_DIR, os.O_RDONLY)
+    except OSError:
+        yield True  # no log directory: nothing holds it; the load says what is wrong
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(fd)  # drops the lock
+
+
+def in_use(path: Path) -> IndexInUseError:
+    # Qdrant's write-ahead log is locked: the shard is healthy but open elsewhere
+    # (`factory.open_store` names the server that owns it, if one does).
+    return IndexInUseError(
+        f"the index at {path.parent} is in use by another ctxr process (a running "
+        "`ctxr index`, `ctxr watch` update, `ctxr mcp` or a Python program); wait "
+        "for it to finish or stop it, then retry"
+    )
+
+
+def is_engine_failure(exc: BaseException) -> bool:
+    """An exception the engine raised: any `Exception`, or a Rust panic (pyo3's
+    `PanicException` derives from `BaseException`), never an interrupt or an exit."""
+    if isinstance(exc, Exception):
+        return True
+    return type(exc).__name__ == "PanicException"
+
+
+def engine_error(index_dir: Path, action: str, exc: BaseException) -> CtxrError:
+    """A failed engine call: the disk refusing a write, or damage."""
+    kind = refusal(exc)
+    if kind is not None:
+        return storage_error(index_dir, "index", kind, detail=f"{action}: {_first_line(exc)}")
+    panicked = "the engine panicked: " if not isinstance(exc, Exception) else ""
+    return corrupt(index_dir, f"{action} failed: {panicked}{_first_line(exc)}")
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines() or [type(exc).__name__]
+    return lines[0][:300]
 
 
 def _vectors(point: StoredPoint) -> dict[str, Any]:
