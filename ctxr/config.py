@@ -80,6 +80,11 @@ class Settings(BaseSettings):
     # shared/data above the working directory or the package (`ctxr.eval.datasets`).
     data_dir: Path | None = Field(None, description="evaluation data; default ../shared/data")
     max_file_bytes: int = Field(20_000_000, ge=1, description="larger files are skipped")
+    # A run checks the disk before it asks the LLM or writes the index (pipeline/space.py):
+    # a full filesystem kills the engine's memory-mapped writes with SIGBUS.
+    min_free_mb: int = Field(
+        64, ge=0, description="MB left free beyond a run's estimated writes; 0 skips the check"
+    )
     # Links that resolve outside the indexed folders are skipped unless this is on (walk.Links).
     follow_links: bool = Field(
         False, description="follow links that lead outside the indexed folders"
@@ -101,7 +106,17 @@ class Settings(BaseSettings):
     llm_requests_per_minute: float | None = Field(None, gt=0)
     llm_input_tokens_per_minute: float | None = Field(None, gt=0)
     llm_output_tokens_per_minute: float | None = Field(None, gt=0)
-    llm_timeout: float = Field(60.0, gt=0, description="seconds per LLM request")
+    llm_timeout: float = Field(
+        60.0, gt=0, description="seconds per LLM request, answer included (a deadline)"
+    )
+    # 60 s: per-minute limits refill within a minute, so a provider asking for longer means a
+    # quota or an outage that waiting inside a run does not repair (ctxr.enrich.situate.sender).
+    llm_max_retry_wait: float = Field(
+        60.0,
+        gt=0,
+        description="longest retry-after waited for; a provider asking for more ends the "
+        "run's requests (outline contexts, asked again next run)",
+    )
     llm_max_output_tokens: int = Field(200, ge=16, le=4096, description="per context")
     # Grouped situating (ctxr.enrich.situate.group): several chunks of one document per request.
     # 64 by cost (bench/context_cost.py, docs/BENCHMARKS.md): most documents are then one

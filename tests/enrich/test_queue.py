@@ -153,7 +153,7 @@ def test_ten_percent_faults_lose_no_chunk() -> None:
     assert all(r.kind == "llm" and r.flagged is None for r in results.values())
     faults = sum(1 for c in llm.calls if c.outcome.startswith("error"))
     assert faults > 0 and len(ledger.retries) == faults and not ledger.failures
-    assert ledger.requests == 50 + faults
+    assert ledger.requests == 50 and ledger.sent == 50 + faults  # answers; all sent
 
 
 def test_a_run_killed_midway_resends_only_unanswered_chunks(tmp_path: Path) -> None:

@@ -208,7 +208,7 @@ class BatchSender:
             self._open[batch_id] = _Open(journal, {w.item.custom_id: w.future for w in part})
             self.tally.submitted += 1
             for waiting in part:
-                self.ledger.record_request(waiting.doc_id)
+                self.ledger.record_sent(waiting.doc_id)
             self.on_change()
 
     def _split(self, pending: Sequence[_Waiting]) -> list[list[_Waiting]]:
@@ -269,6 +269,8 @@ class BatchSender:
         self.tally.ended += 1
         for custom_id, outcome in journal.outcomes.items():
             self._count(outcome)
+            if isinstance(outcome, Completion):
+                self.ledger.record_request(journal.documents[custom_id])  # answered
             future = open_.waiting.pop(custom_id, None)
             if future is not None and not future.done():
                 future.set_result(outcome)

@@ -143,6 +143,7 @@ def situate_all(
                 context_tokens=settings.llm_max_output_tokens,
                 batch=batch,
                 pack_tokens=settings.llm_pack_tokens,
+                max_retry_wait=settings.llm_max_retry_wait,
             )
         finally:
             await llm.aclose()

@@ -1,10 +1,11 @@
 """The usage ledger of one context run: what was asked, what it cost, what went wrong.
 
-Counted per run: requests, retries, failures (chunk id and error), flagged chunks, response-cache
-hits, every token kind, and per document the cache-write and cache-read tokens and how many
-responses wrote the provider cache (the goal is one per cached prefix). Dollars come from a
-`cost(usage)` callable (the pricing table), when one is given. The queue writes the ledger as
-JSON in a `finally`, so a run that is interrupted still leaves its account behind.
+Counted per run: requests sent (`sent`) and answered (`requests`: a refusal, a timeout or a
+dropped connection is no answer), retries, failures (chunk id and error), flagged chunks,
+response-cache hits, every token kind, and per document the cache-write and cache-read tokens
+and how many responses wrote the provider cache (the goal is one per cached prefix). Dollars
+come from a `cost(usage)` callable (the pricing table), when one is given. The queue writes the
+ledger as JSON in a `finally`, so a run that is interrupted still leaves its account behind.
 """
 
 from __future__ import annotations
@@ -113,6 +114,7 @@ class LedgerSummary:
     cache_read_share: float
     dollars: float | None
     batch: BatchTally | None = None  # None: requests were sent one by one
+    sent: int = 0  # requests sent, answered or not (`requests` counts the answered ones)
 
     def to_json(self) -> dict[str, object]:
         return asdict(self)
@@ -133,7 +135,8 @@ class Ledger:
         self._t1: float | None = None
         self.started_at: str | None = None
         self.provider = self.model = self.prompt_version = ""
-        self.requests = 0
+        self.requests = 0  # answered
+        self.sent = 0  # sent, answered or not
         self.retries: list[tuple[str, str]] = []
         self.failures: list[tuple[str, str]] = []
         self.flagged: list[tuple[str, str]] = []
@@ -173,7 +176,12 @@ class Ledger:
         if not cached:
             account.uncached_prefixes += 1
 
+    def record_sent(self, doc_id: str) -> None:
+        """A request went out; `record_request` follows if it is answered."""
+        self.sent += 1
+
     def record_request(self, doc_id: str) -> None:
+        """A request was answered (what a provider bills)."""
         self.requests += 1
         self.document(doc_id).requests += 1
 
@@ -251,6 +259,7 @@ class Ledger:
             cache_read_share=round(cache_read_share(self.usage), 4),
             dollars=self.dollars,
             batch=None if self.batch is None else dataclasses.replace(self.batch),
+            sent=self.sent,
         )
 
     def to_json(self) -> dict[str, object]:

@@ -45,7 +45,12 @@ from ctxr.enrich.situate.pack import (
 from ctxr.enrich.situate.prompt import SituateRequest
 from ctxr.enrich.situate.response_cache import ResponseCache, chunk_key
 from ctxr.enrich.situate.results import Backoff, SituateResult, describe
-from ctxr.enrich.situate.sender import PROMPT_OVERHEAD_TOKENS, Sender, make_sender
+from ctxr.enrich.situate.sender import (
+    DEFAULT_MAX_RETRY_WAIT,
+    PROMPT_OVERHEAD_TOKENS,
+    Sender,
+    make_sender,
+)
 from ctxr.enrich.situate.validate import DEFAULT_MAX_TOKENS, Verdict, check_context
 from ctxr.enrich.situate.window import Prefix, plan_prefixes
 from ctxr.llm.base import LLM, CacheTTL, CompletionRequest
@@ -227,6 +232,7 @@ async def situate_documents(
     batch: BatchOptions | None = None,
     cache_ttl: CacheTTL | None = None,
     pack_tokens: int = 0,
+    max_retry_wait: float = DEFAULT_MAX_RETRY_WAIT,
 ) -> dict[str, SituateResult]:
     """Situate every chunk of `documents`; returns a result per chunk id, none missing.
 
@@ -237,13 +243,15 @@ async def situate_documents(
     The caller owns `llm`, `cache` and `ledger` (this writes the ledger to its path, if it has
     one, however the run ends). `batch` sends through the provider's Batch API
     (`ctxr.enrich.situate.batch`); `cache_ttl` defaults to "1h" there (a batch may take longer
-    than five minutes to reach a document's follow-ups) and "5m" otherwise.
+    than five minutes to reach a document's follow-ups) and "5m" otherwise. A provider asking
+    to wait longer than `max_retry_wait` seconds ends the run's sending (`sender.py`).
     """
     progress = progress or NullProgress()
     sender = make_sender(
         llm, ledger, batch=batch, limits=limits, concurrency=concurrency,
         max_attempts=max_attempts, backoff=backoff or Backoff(),
         max_context_tokens=max_context_tokens, sleep=sleep, note=progress.note,
+        max_retry_wait=max_retry_wait,
     )  # fmt: skip
     run = _Run(
         llm=llm,

@@ -4,7 +4,9 @@ The same client works against vLLM, Ollama, llama.cpp or a hosted gateway throug
 ``OPENAI_BASE_URL`` (a base URL without a key gets a placeholder key, as `OpenAILLM` does).
 Requests are sent as the LLM calls are: the SDK's own retries are off, tenacity retries what
 may succeed later (429, 5xx, timeouts, dropped connections) with exponential backoff and full
-jitter, never sooner than a ``retry-after``; errors are mapped onto `ProviderError` by the
+jitter, never sooner than a ``retry-after`` (a server asking for more than `max_retry_wait`,
+60 s by default, is not waited for: the embedding fails at once and says what was asked);
+errors are mapped onto `ProviderError` by the
 providers' shared helpers, so "retryable" means the same thing here, and what finally fails
 is raised as `EmbedderError`.
 
@@ -76,6 +78,7 @@ class OpenAIEmbedder:
         max_request_tokens: int = MAX_REQUEST_TOKENS,
         backoff_initial: float = 1.0,
         backoff_max: float = 60.0,
+        max_retry_wait: float = 60.0,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -110,6 +113,7 @@ class OpenAIEmbedder:
             multiplier=backoff_initial, max=backoff_max
         )
         self._sleep = sleep
+        self._max_retry_wait = max_retry_wait
         self.limiter = SyncRateLimiter(
             requests_per_minute, tokens_per_minute, clock=clock, sleep=sleep
         )
@@ -216,7 +220,7 @@ class OpenAIEmbedder:
     def _wait(self, state: RetryCallState) -> float:
         exc = state.outcome.exception() if state.outcome else None
         floor = exc.retry_after if isinstance(exc, ProviderError) and exc.retry_after else 0.0
-        return max(float(self._wait_exponential(state)), floor)
+        return min(max(float(self._wait_exponential(state)), floor), self._max_retry_wait)
 
     def _attempt(self, texts: list[str], tokens: int) -> FloatMatrix:
         self.limiter.acquire(tokens)
@@ -231,6 +235,15 @@ class OpenAIEmbedder:
         except openai.APIStatusError as exc:
             self.limiter.settle(tokens, 0)
             error = self._status_error(exc)
+            if error.retry_after and error.retry_after > self._max_retry_wait:
+                # A quota or an outage: no wait inside a run repairs it, and an hour's silent
+                # wait looks like a hang.
+                raise ProviderError(
+                    f"{error} (asked to wait {error.retry_after:g} s, longer than the "
+                    f"{self._max_retry_wait:g} s ctxr waits: try again later)",
+                    retryable=False,
+                    status=error.status,
+                ) from None
             if error.retry_after:
                 self.limiter.pause(error.retry_after)  # later batches wait too
             raise error from None
