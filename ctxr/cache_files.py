@@ -6,6 +6,11 @@ A cache is a cache: when its SQLite file cannot be read (a truncated or overwrit
 warning that names both paths. The response cache holds answers that were paid for, so the
 warning says so and the damaged copy stays for the user to inspect or restore. A cache that can
 be read is never replaced: nothing a readable cache still holds is paid for again.
+
+Only damage sets a cache aside. An operational error (a full disk, "database or disk is full";
+a read-only one; a lock held too long) says nothing about the file: it is a `StorageError`
+naming the path and the space free, and the cache stays where it is, whole. Writes name a full
+disk the same way (`cache_write`), and every entry written before stays readable.
 """
 
 from __future__ import annotations
@@ -13,12 +18,31 @@ from __future__ import annotations
 import logging
 import sqlite3
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import diskcache
 
+from ctxr.disk import refusal, storage_error
+from ctxr.errors import StorageError
+
 logger = logging.getLogger("ctxr")
+
+# What SQLite says of a file that is not a sound database; anything else is not damage.
+_DAMAGE_TEXT = ("malformed", "not a database", "file is encrypted", "corrupt")
+
+
+def is_damage(exc: sqlite3.DatabaseError) -> bool:
+    """Whether a SQLite error says the file is damaged (not the disk or a lock refusing)."""
+    if refusal(exc) is not None:
+        return False
+    text = str(exc).lower()
+    if any(t in text for t in _DAMAGE_TEXT):
+        return True
+    # Plain DatabaseError (not Operational, Integrity...) is SQLite's voice for a bad file.
+    return type(exc) is sqlite3.DatabaseError
 
 
 def open_cache(
@@ -34,6 +58,8 @@ def open_cache(
     except sqlite3.DatabaseError as exc:
         if cache is not None:
             cache.close()
+        if not is_damage(exc):
+            raise _refused(directory, what, exc) from exc
         aside = directory.with_name(
             f"{directory.name}.damaged-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
         )
@@ -48,3 +74,31 @@ def open_cache(
             f"the {what} at {directory} could not be read ({exc}): moved to {aside}{cost}"
         )
         return diskcache.Cache(str(directory), **options)
+    except OSError as exc:  # the directory or its files cannot be made (full, read-only)
+        if cache is not None:
+            cache.close()
+        raise _refused(directory, what, exc) from exc
+
+
+@contextmanager
+def cache_write(directory: Path, what: str) -> Iterator[None]:
+    """Around a write to a cache: a disk that refuses it is a `StorageError` naming the path
+    and the space free; what the cache held before stays (SQLite rolls back only this write)."""
+    try:
+        yield
+    except (sqlite3.OperationalError, OSError) as exc:
+        if refusal(exc) is None:
+            raise
+        raise _refused(directory, what, exc) from exc
+
+
+def _refused(directory: Path, what: str, exc: BaseException) -> StorageError:
+    kind = refusal(exc)
+    if kind is not None:
+        return storage_error(directory, what, kind, detail=str(exc))
+    return StorageError(
+        f"the {what} at {directory} cannot be opened ({exc}); it is not damaged and was left "
+        "as it is: make sure no other program holds it and that this user may write there, "
+        "then run the command again",
+        str(directory),
+    )

@@ -101,7 +101,17 @@ def storage_error(
 
 
 def check_free(path: Path, needed: int, what: str) -> None:
-    """Raise `StorageError` when the filesystem holding `path` has less than `needed` free."""
+    """Raise `StorageError` before writing when the filesystem holding `path` has less than
+    `needed` bytes free: nothing has been written or paid for yet."""
     free = free_bytes(path)
-    if free is not None and free < needed:
-        raise storage_error(path, what, "full", needed)
+    if free is None or free >= needed:
+        return
+    raise StorageError(
+        f"not enough space for this run on the disk holding the {what} at {path}: "
+        f"{size_text(free)} free, about {size_text(needed)} needed (what the run would "
+        "write, estimated, plus CTXR_MIN_FREE_MB of headroom); free some space, or point "
+        "ctxr elsewhere (--index, CTXR_CACHE_DIR), and run it again. Nothing was written "
+        "or paid for",
+        str(path),
+        free,
+    )

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ctxr.errors import IndexCorruptError
+from ctxr.errors import IndexCorruptError, StorageError
 from ctxr.index.manifest import Manifest
 from ctxr.index.store.base import ScannedPoint, ScoredRecord, Store
 
@@ -87,6 +87,8 @@ def verify(store: Store, manifest: Manifest, limit: int | None = None) -> Findin
                     probe = point
         if probe is not None:
             _probe(store, probe, found)
+    except StorageError:
+        raise  # the disk refused a write (full, read-only): not damage, never repaired as such
     except Exception as exc:  # the shard raised on a read: it is damaged where it was read
         found.unreadable = getattr(exc, "what", "") or f"reading failed: {_first_line(exc)}"
         return found

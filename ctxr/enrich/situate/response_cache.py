@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
-from ctxr.cache_files import open_cache
+from ctxr.cache_files import cache_write, open_cache
 from ctxr.types import Chunk, text_hash
 
 
@@ -102,8 +102,10 @@ class ResponseCache:
         return None
 
     def put(self, key: str, context: str, flagged: str | None = None) -> None:
-        # diskcache commits before returning: once put() returns, a kill loses nothing.
-        self._cache.set(key, json.dumps({"context": context, "flagged": flagged}))
+        # diskcache commits before returning: once put() returns, a kill loses nothing. A full
+        # disk is a StorageError naming it; every answer put before stays in the cache.
+        with cache_write(self.directory, "LLM response cache"):
+            self._cache.set(key, json.dumps({"context": context, "flagged": flagged}))
 
     def __len__(self) -> int:
         return len(self._cache)

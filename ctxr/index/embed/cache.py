@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ctxr.cache_files import open_cache
+from ctxr.cache_files import cache_write, open_cache
 from ctxr.index.embed.base import Embedder, FloatMatrix
 
 
@@ -23,7 +23,8 @@ class CachedEmbedder:
     def __init__(self, inner: Embedder, directory: Path, owns_inner: bool = True) -> None:
         self.inner = inner
         self._owns_inner = owns_inner
-        self._cache = open_cache(Path(directory), "embedding cache", size_limit=4 * 2**30)
+        self._directory = Path(directory)
+        self._cache = open_cache(self._directory, "embedding cache", size_limit=4 * 2**30)
         self.hits = 0
         self.misses = 0
 
@@ -59,9 +60,10 @@ class CachedEmbedder:
         self.misses += len(missing)
         if missing:
             fresh = self.inner.embed(list(missing))
-            for vector, (text, rows) in zip(fresh, missing.items(), strict=True):
-                self._cache.set(self._key(text), vector.astype(np.float32).tobytes())
-                out[rows] = vector
+            with cache_write(self._directory, "embedding cache"):  # a full disk, named
+                for vector, (text, rows) in zip(fresh, missing.items(), strict=True):
+                    self._cache.set(self._key(text), vector.astype(np.float32).tobytes())
+                    out[rows] = vector
         return out
 
     def close(self) -> None:

@@ -40,7 +40,7 @@ from ctxr.index.store.base import (
     ScoredRecord,
     StoredPoint,
 )
-from ctxr.index.store.probe import probe_load
+from ctxr.index.store.probe import disk_low, probe_load
 from ctxr.index.store.seal import compare, read_seal, remove_seal, write_seal
 
 try:
@@ -289,7 +289,11 @@ def _check_before_load(path: Path) -> str | None:
     """Compare the shard with its seal (under its lock), or probe an unsealed one in a child.
 
     Raises `IndexCorruptError` for damage the engine must not load; returns the description of
-    changed bulk data it may load (the point checks then find what it did), else None."""
+    changed bulk data it may load (the point checks then find what it did), else None. On a
+    nearly full disk a sealed shard is probed too: the load writes (it folds each journal into
+    its tracker through a mapped page), and a write the disk cannot back is a SIGBUS, which
+    the child takes instead of this process (`StorageError`: the disk is full)."""
+    problem: str | None = None
     with _shard_lock(path) as locked:
         if not locked:
             raise in_use(path)
@@ -298,15 +302,15 @@ def _check_before_load(path: Path) -> str | None:
             difference = compare(recorded, path)
             if difference is None:
                 remove_seal(path)  # the load changes files; the next clean close seals again
-                return None
-            if difference.fragile:
+            elif difference.fragile:
                 raise corrupt(path.parent, difference.describe())
-            return difference.describe()  # the seal stays: a crash now leaves it telling
-    if path.is_dir() and (path / WAL_DIR).is_dir():
+            else:
+                problem = difference.describe()  # the seal stays: a crash now leaves it telling
+    if (recorded is None or disk_low(path)) and path.is_dir() and (path / WAL_DIR).is_dir():
         died = probe_load(path)
         if died is not None:
             raise corrupt(path.parent, died)
-    return None
+    return problem
 
 
 @contextmanager

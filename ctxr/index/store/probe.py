@@ -15,7 +15,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+from ctxr.disk import free_bytes, storage_error
+
 TIMEOUT_SECONDS = 300.0  # a sound shard loads in about 0.25 s per 100k points
+# Below this much free space a SIGBUS in the child is taken for the disk, not for damage.
+LOW_DISK_BYTES = 256 * 2**20
 
 # Only qdrant_edge is imported: the child starts in tens of milliseconds.
 _CHILD = (
@@ -28,6 +32,7 @@ _CHILD = (
 
 def probe_load(shard: Path) -> str | None:
     """Why loading `shard` is unsafe (the child died of a signal, or never finished), or None.
+    A SIGBUS on a nearly full disk raises `StorageError`: it is the disk, not the shard.
 
     A child that raises (a lock held elsewhere, an error the binding reports) is not this
     function's business: the load in this process raises the same and is answered as usual."""
@@ -44,8 +49,18 @@ def probe_load(shard: Path) -> str | None:
         return None  # no child can be started here: load in-process, as without a probe
     if done.returncode < 0:
         name = _signal_name(-done.returncode)
+        if -done.returncode == signal.SIGBUS and disk_low(shard):
+            # A write into a mapped page the filesystem cannot back (the load replays the log):
+            # a full disk, not a damaged shard.
+            raise storage_error(shard.parent, "index", "full", detail=f"loading the shard: {name}")
         return f"loading its Qdrant shard killed the engine ({name})"
     return None
+
+
+def disk_low(shard: Path) -> bool:
+    """Whether the filesystem holding `shard` is nearly full (`LOW_DISK_BYTES`)."""
+    free = free_bytes(shard)
+    return free is not None and free < LOW_DISK_BYTES
 
 
 def _signal_name(number: int) -> str:

@@ -1,0 +1,114 @@
+"""A full disk, for real: a small tmpfs filled up, with the index (and its caches) on it.
+
+Before, `ctxr index` died of SIGBUS (rc 135, no message) when qdrant-edge's memory-mapped
+writes hit the full filesystem, and LLM answers in flight were lost; `ctxr doctor` on a full
+disk could call a sound shard damaged. Mounting needs root (CI runs as root); where mounting is
+not permitted the tests skip. What a full disk makes SQLite say is tested without a mount in
+`tests/test_cache_files.py` (a page limit SQLite enforces itself).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, BuiltIndex
+from fakes.llm_server import FakeLLMServer
+
+from ctxr.disk import free_bytes
+from ctxr.index.store import seal
+
+MAIN = "import sys; sys.argv[0] = 'ctxr'; from ctxr.cli import main; main()"
+MB = 2**20
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 300 MB tmpfs (its files are sparse, as on a disk), unmounted afterwards."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=300m", "tmpfs", str(mount)],
+                          capture_output=True, text=True)  # fmt: skip
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def _fill(disk: Path, leave: int) -> None:
+    """Fill the disk until `leave` bytes are free (one real file, its blocks allocated)."""
+    free = free_bytes(disk) or 0
+    with open(disk / "filler", "ab") as filler:
+        os.posix_fallocate(filler.fileno(), 0, max(0, free - leave))
+
+
+def _ctxr(*args: str | Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("CTXR_", "ANTHROPIC_",
+                                                                      "OPENAI_"))}  # fmt: skip
+    return subprocess.run([sys.executable, "-c", MAIN, *map(str, args)], cwd=ROOT,
+                          env={**clean, "COLUMNS": "200", **env}, capture_output=True,
+                          text=True, timeout=300)  # fmt: skip
+
+
+def test_a_run_on_a_nearly_full_disk_stops_before_it_pays_or_writes(
+    small_disk: Path, fake_llm: FakeLLMServer
+) -> None:
+    _fill(small_disk, 8 * MB)  # a new index's shard alone takes more (18 MB on tmpfs)
+    env = {**fake_llm.env(), "CTXR_CACHE_DIR": str(small_disk / "cache")}
+    done = _ctxr("index", "examples", "--index", small_disk / "idx", env=env)
+    out = done.stdout + done.stderr
+    assert done.returncode == 2, f"rc {done.returncode}: {out[-1500:]}"  # not 135 (SIGBUS)
+    assert f"not enough space for this run on the disk holding the index at {small_disk}" in out
+    assert "MB free, about" in out and "needed" in out and "Traceback" not in out
+    assert not fake_llm.requests  # nothing asked, nothing paid
+    assert not (small_disk / "idx" / "qdrant").exists()  # nothing half-written
+
+
+def test_a_sound_index_on_a_full_disk_is_never_called_damaged(
+    small_disk: Path, examples_index: BuiltIndex
+) -> None:
+    index_dir = small_disk / "idx"
+    subprocess.run(["cp", "-r", "--sparse=always", str(examples_index.index_dir), str(index_dir)],
+                   check=True)  # fmt: skip
+    (index_dir / ".lock").unlink(missing_ok=True)
+    env = {"CTXR_CACHE_DIR": str(examples_index.cache_dir)}
+    # A freshly written shard's first load folds its journals into their trackers through
+    # mapped pages: on a full disk it cannot, and that is said as a full disk (it was SIGBUS,
+    # or "damaged"), never repaired by setting the shard aside.
+    _fill(small_disk, 0)
+    assert (free_bytes(small_disk) or 0) < MB
+    for args in (("doctor",), ("doctor", "--repair"), ("search", "backup and restore")):
+        done = _ctxr(*args, "--index", index_dir, env=env)
+        out = done.stdout + done.stderr
+        assert done.returncode == 2, f"{args}: rc {done.returncode}: {out[-1500:]}"
+        assert f"the disk holding the index at {index_dir} is full" in out, out[-1500:]
+        assert "Nothing was damaged" in out and "Traceback" not in out
+    assert [p.name for p in index_dir.iterdir() if "damaged" in p.name] == []
+    (small_disk / "filler").unlink()
+    assert _ctxr("doctor", "--index", index_dir, env=env).returncode == 0  # folds, seals
+    # Loaded once, the shard reads on a full disk, or says the disk is full (a load may still
+    # write its state): sealed, then unsealed (probed in a child), never "damaged".
+    for sealed in (True, False):
+        if not sealed:
+            seal.remove_seal(index_dir / "qdrant")
+        _fill(small_disk, 0)
+        for args in (("doctor", "--json"), ("search", "backup and restore", "--json")):
+            done = _ctxr(*args, "--index", index_dir, env=env)
+            out = done.stdout + done.stderr
+            assert done.returncode in (0, 2), f"{args}: rc {done.returncode}: {out[-1500:]}"
+            if done.returncode == 2:
+                assert "is full" in out and "Nothing was damaged" in out, out[-1500:]
+            else:
+                assert "damaged" not in out and json.loads(done.stdout), out[-1500:]
+        (small_disk / "filler").unlink()
+    again = _ctxr("doctor", "--index", index_dir, env=env)  # room again: sealed at its close
+    assert again.returncode == 0 and seal.read_seal(index_dir / "qdrant") is not None
+    shutil.rmtree(index_dir)
