@@ -27,6 +27,7 @@ from ctxr.index.roots import record_roots
 from ctxr.index.run_lock import index_lock
 from ctxr.index.store import factory as store_factory
 from ctxr.index.store.base import Store
+from ctxr.pipeline import space
 from ctxr.pipeline.chunking import Chunker, run_chunker
 from ctxr.pipeline.collect import load_paths
 from ctxr.pipeline.prepare import prepare
@@ -219,6 +220,7 @@ def _locked_run(
         embedder = embedder or components.make_embedder(settings, cached=True)
         analyzer = components.make_analyzer(settings)
         if opened is None:
+            space.check_shard_room(index_dir, rebuild, settings.min_free_mb)  # before creating
             manifest, store = open_or_create(
                 index_dir, settings, embedder, analyzer, rebuild, create
             )
@@ -228,6 +230,10 @@ def _locked_run(
         recipe = document_recipe(settings, plan, chunker_name)
         with report.timed("load"):
             todo = collect(manifest, store, recipe, report, progress)
+        # Room for what this run writes, before it pays for a context (a full disk would kill
+        # the engine's mapped writes with SIGBUS, answers in flight lost).
+        space.check_room(index_dir, components.cache_dir(settings), todo, embedder.dim,
+                         not manifest.documents, settings.min_free_mb)  # fmt: skip
         own, budget_for = run_chunker(settings, chunker, embedder)
         prepared = prepare(todo, own, budget_for, plan, settings, analyzer, report, progress)
         write(prepared, manifest, store, embedder, analyzer, settings, recipe, report, progress)

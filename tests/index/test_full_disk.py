@@ -21,8 +21,11 @@ import pytest
 from conftest import ROOT, BuiltIndex
 from fakes.llm_server import FakeLLMServer
 
+from ctxr.config import load_settings
 from ctxr.disk import free_bytes
+from ctxr.errors import StorageError
 from ctxr.index.store import seal
+from ctxr.pipeline.build import build_index
 
 MAIN = "import sys; sys.argv[0] = 'ctxr'; from ctxr.cli import main; main()"
 MB = 2**20
@@ -112,3 +115,23 @@ def test_a_sound_index_on_a_full_disk_is_never_called_damaged(
     again = _ctxr("doctor", "--index", index_dir, env=env)  # room again: sealed at its close
     assert again.returncode == 0 and seal.read_seal(index_dir / "qdrant") is not None
     shutil.rmtree(index_dir)
+
+
+def test_the_check_before_a_run_names_the_space_free_and_needed(
+    tmp_path: Path, fake_llm_env: FakeLLMServer, in_repo_root: Path
+) -> None:
+    # No mount needed: asking for more headroom than any disk has makes the same check refuse.
+    settings = load_settings(index_dir=tmp_path / "idx", min_free_mb=10**9)
+    with pytest.raises(StorageError, match="not enough space for this run") as raised:
+        build_index(["examples/docs"], settings)
+    assert f"the index at {tmp_path / 'idx'}" in str(raised.value)
+    assert "free, about" in str(raised.value) and "Nothing was written" in str(raised.value)
+    assert not fake_llm_env.requests
+    assert not (tmp_path / "idx" / "qdrant").exists()
+    existing = load_settings(index_dir=tmp_path / "idx", min_free_mb=0)  # 0: no check
+    assert build_index(["examples/docs/faq.md"], existing).points_total > 0
+    asked = len(fake_llm_env.requests)
+    again = load_settings(index_dir=tmp_path / "idx", min_free_mb=10**9)  # over an index
+    with pytest.raises(StorageError, match="not enough space"):
+        build_index(["examples/docs"], again)
+    assert len(fake_llm_env.requests) == asked  # the new documents were not asked about
