@@ -80,7 +80,8 @@ def index_command(
     """Index files and folders (Markdown, code, text) into a hybrid search index.
 
     Exit status: 0 all indexed; 3 some files could not be loaded (listed; the rest is indexed);
-    1 some LLM contexts failed (outline contexts in their place), or --strict and a file failed;
+    1 some LLM contexts failed, or most answers were no context (outline contexts in their
+    place, asked again by the next run), or --strict and a file failed;
     2 an error (a bad setting, an index in use) before anything was indexed."""
     from ctxr.cli import render
     from ctxr.cli.progress import RichProgress
@@ -130,7 +131,13 @@ def index_command(
         click.echo(json.dumps(report.to_json(), indent=2))
     else:
         render.print_index_summary(report, verbose)
-    if report.contexts and report.contexts.failures:
+    if report.contexts and report.contexts.unusable:
+        # A server answering with no contexts (empty, runaway, ids echoed) is a failed run,
+        # said on stderr in --json mode too.
+        render.err_console.print(
+            f"error: {report.contexts.unusable_notice()}", markup=False, highlight=False
+        )
+    if report.contexts and (report.contexts.failures or report.contexts.unusable):
         sys.exit(1)  # some chunks have outline contexts in place of failed LLM ones
     if report.failed:
         # Everything else is indexed: a distinct status, as rsync's "partial transfer", so a

@@ -315,9 +315,25 @@ def test_garbage_is_retried_once_then_outline_flagged(
         assert results[chunk.chunk_id].kind == "outline"
         assert results[chunk.chunk_id].flagged == flag
         assert ledger.flagged == [(chunk.chunk_id, flag)]
+        assert not ledger.summary().unusable  # one of three: the run is not a failure
         again = ScriptedLLM(min_cacheable_tokens=100)
-        rerun = run(documents, again, cache=cache)  # the rejection is not paid for twice
-    assert again.calls == [] and rerun[chunk.chunk_id].flagged == flag
+        rerun = run(documents, again, cache=cache)  # no answer was cached: asked again
+    assert [c.request.chunk for c in again.calls] == [chunk.text]
+    assert rerun[chunk.chunk_id].kind == "llm" and rerun[chunk.chunk_id].flagged is None
+
+
+def test_a_model_whose_answers_are_no_context_makes_the_run_unusable(tmp_path: Path) -> None:
+    documents = corpus(2, 3, words_per_chunk=50)
+    llm = ScriptedLLM(min_cacheable_tokens=100, answer=lambda request: "c9")
+    ledger = Ledger()
+    with ResponseCache(tmp_path / "cache") as cache:
+        results = run(documents, llm, ledger=ledger, cache=cache)
+        assert len(cache) == 0  # nothing that is no context is kept as one
+    assert all(r.kind == "outline" and r.flagged == "not a context" for r in results.values())
+    summary = ledger.summary()
+    assert summary.unusable and summary.flagged == 6 and summary.contexts == 0
+    assert summary.first_flag is not None and "chunk ids echoed" in summary.first_flag
+    assert "answered 6 of the 6 chunks asked with no context" in summary.unusable_notice()
 
 
 def test_garbage_once_then_a_good_answer_is_kept() -> None:

@@ -168,3 +168,39 @@ def test_incremental_reindex_asks_the_llm_only_for_new_and_changed_text(
     assert sum("lighthouses" in json.dumps(r.body) for r in sent) == 1
     assert second.points_total == Manifest.load(tmp_path / "idx").chunk_count
     assert second.points_total < first.points_total  # tides' chunks left with the file
+
+
+@pytest.mark.parametrize(
+    ("answer", "why"),
+    [("", "empty response"), ("c9", "not a context"), ("lorem " * 3_000, "too long")],
+)
+def test_a_server_whose_answers_are_no_context_fails_the_run_and_is_asked_again(
+    tmp_path: Path,
+    fake_llm_factory: Callable[..., FakeLLMServer],
+    monkeypatch: pytest.MonkeyPatch,
+    answer: str,
+    why: str,
+) -> None:
+    broken = fake_llm_factory(respond=lambda body: answer)
+    for name, value in broken.env().items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("CTXR_LLM_MAX_OUTPUT_TOKENS", "4096")  # the runaway is the server's
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a.md").write_text("# Glaciers\n\nIce moves downhill under its own weight.\n")
+    (corpus / "b.md").write_text("# Tides\n\nThe moon pulls the sea twice a day.\n")
+    args = ["index", str(corpus), "--index", str(tmp_path / "idx")]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 1, result.output
+    assert "claude-haiku-4-5" in result.output and broken.base_url in result.output
+    assert why in result.output
+    assert "This chunk is from" not in result.output  # no traceback, no context dumped
+
+    working = fake_llm_factory()
+    for name, value in working.env().items():
+        monkeypatch.setenv(name, value)
+    again = CliRunner().invoke(main, [*args, "--json"])
+    assert again.exit_code == 0, again.output
+    contexts = json.loads(again.stdout)["contexts"]
+    assert working.count("messages", 200) >= 1  # what was not answered is asked again
+    assert contexts["flagged"] == 0 and contexts["failures"] == 0

@@ -158,9 +158,13 @@ def situate_all(
     incomplete: set[str] = set()
     for document, chunks in pairs:
         situated[document.doc_id] = [results[c.chunk_id].contextual(c) for c in chunks]
-        if any((results[c.chunk_id].flagged or "").startswith("failed") for c in chunks):
+        # A failed request or an answer that was no context: either way not answered, so the
+        # document is recorded as incomplete and the next run asks again for those chunks.
+        if any(results[c.chunk_id].flagged for c in chunks):
             incomplete.add(document.doc_id)
     first_error = ledger.failures[0][1] if ledger.failures else None
+    if first_error is None and ledger.flag_details:
+        first_error = f"the answer was no context: {ledger.flag_details[0]}"
     return ContextRun(situated, incomplete, ledger.summary(), first_error)
 
 

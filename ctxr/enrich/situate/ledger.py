@@ -115,6 +115,28 @@ class LedgerSummary:
     dollars: float | None
     batch: BatchTally | None = None  # None: requests were sent one by one
     sent: int = 0  # requests sent, answered or not (`requests` counts the answered ones)
+    contexts: int = 0  # LLM contexts accepted in this run (cache hits not counted)
+    server: str | None = None  # where the model was asked (a base URL), when known
+    first_flag: str | None = None  # what was wrong with the first answer that was no context
+
+    @property
+    def unusable(self) -> bool:
+        """At least as many chunks got answers that were no context as got contexts (from
+        this run's answers or the response cache): the model or server is not writing
+        contexts, and the run is a failure (`ctxr index` exits 1). A few rejected answers
+        among many good ones are not: those chunks are asked again by the next run, which
+        then also finds their documents' other contexts in the response cache."""
+        return self.flagged > 0 and self.flagged >= self.contexts + self.response_cache_hits
+
+    def unusable_notice(self) -> str:
+        """Why the run failed, naming the model and server and what came back."""
+        where = f"{self.provider} {self.model}" + (f" at {self.server}" if self.server else "")
+        what = f" (first: {self.first_flag})" if self.first_flag else ""
+        return (
+            f"{where} answered {self.flagged} of the {self.flagged + self.contexts} chunks "
+            f"asked with no context{what}; outline contexts are used and nothing was cached: "
+            "check the model and server (CTXR_LLM_MODEL, *_BASE_URL); the next run asks again"
+        )
 
     def to_json(self) -> dict[str, object]:
         return asdict(self)
@@ -140,6 +162,9 @@ class Ledger:
         self.retries: list[tuple[str, str]] = []
         self.failures: list[tuple[str, str]] = []
         self.flagged: list[tuple[str, str]] = []
+        self.flag_details: list[str] = []  # what was wrong with each flagged answer
+        self.contexts = 0  # LLM contexts accepted in this run (cache hits not counted)
+        self.server: str | None = None
         self.response_cache_hits = 0
         self.usage = Usage()
         self.documents: dict[str, DocumentAccount] = {}
@@ -148,8 +173,11 @@ class Ledger:
 
     # -- recording -------------------------------------------------------------------------
 
-    def begin(self, provider: str, model: str, prompt_version: str) -> None:
+    def begin(
+        self, provider: str, model: str, prompt_version: str, server: str | None = None
+    ) -> None:
         self.provider, self.model, self.prompt_version = provider, model, prompt_version
+        self.server = server
         self.started_at = datetime.now(UTC).isoformat(timespec="seconds")
         self._t0, self._t1 = self._clock(), None
         # Until `finish` says otherwise: a snapshot written mid-run, the last one a killed run
@@ -198,8 +226,14 @@ class Ledger:
     def record_failure(self, chunk_id: str, error: str) -> None:
         self.failures.append((chunk_id, error))
 
-    def record_flag(self, chunk_id: str, reason: str) -> None:
+    def record_flag(self, chunk_id: str, reason: str, detail: str = "") -> None:
+        """An answer that was no context, twice: the chunk got its outline instead."""
         self.flagged.append((chunk_id, reason))
+        self.flag_details.append(f"{reason}: {detail}" if detail else reason)
+
+    def record_context(self) -> None:
+        """A chunk got an LLM context from an answer of this run."""
+        self.contexts += 1
 
     def record_response_cache_hit(self, doc_id: str) -> None:
         self.response_cache_hits += 1
@@ -260,6 +294,9 @@ class Ledger:
             dollars=self.dollars,
             batch=None if self.batch is None else dataclasses.replace(self.batch),
             sent=self.sent,
+            contexts=self.contexts,
+            server=self.server,
+            first_flag=self.flag_details[0] if self.flag_details else None,
         )
 
     def to_json(self) -> dict[str, object]:

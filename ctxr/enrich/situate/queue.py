@@ -18,7 +18,8 @@ Around every request: the response cache (answered chunks are never sent again),
 limiter (shared buckets and cooldowns), tenacity retries on retryable `ProviderError`s with
 exponential backoff and jitter that waits at least `retry_after`, and validation (a response
 that is not a context is retried once). A chunk that still fails gets its outline context,
-flagged, and the run goes on. The ledger is written in a `finally`, interrupted or not.
+flagged, and the run goes on; nothing but an accepted context is cached, so the next run asks
+again for every chunk that got no answer. The ledger is written in a `finally`, interrupted or not.
 
 What to ask is planned once for the run (`pack.py`: groups per prefix, small documents
 packed); grouped and packed requests and their answers are `grouped.py`'s.
@@ -91,13 +92,12 @@ class _Run(GroupedAsks):
         versions = (self.prompt_version, *SHARED_ANSWER_VERSIONS)
         llm = self.llm
         hit = self.cache.answer(llm.provider, llm.model, versions, document.sha256, chunk)
-        if hit is None:
+        if hit is None or hit.flagged is not None:
+            # A flagged entry (an answer that was no context, stored by earlier versions) is
+            # not an answer: the chunk is asked again.
             return None
         self.ledger.record_response_cache_hit(document.doc_id)
-        if hit.flagged is None:
-            return SituateResult(chunk.chunk_id, hit.context, "llm", from_cache=True)
-        outline = outline_context(document, chunk)
-        return SituateResult(chunk.chunk_id, outline, "outline", hit.flagged, None, True)
+        return SituateResult(chunk.chunk_id, hit.context, "llm", from_cache=True)
 
     def prepare(self, prefix: Prefix) -> Planned | None:
         """`prefix`'s unanswered chunks, planned (the answered ones are finished here); None
@@ -190,14 +190,16 @@ class _Run(GroupedAsks):
             if round_ == 0:
                 self.ledger.record_retry(chunk.chunk_id, f"{verdict.reason}: {verdict.detail}")
         assert verdict is not None
-        self.ledger.record_flag(chunk.chunk_id, verdict.reason)
+        self.ledger.record_flag(chunk.chunk_id, verdict.reason, verdict.detail)
+        # Not cached: the outline stands in for an answer that never came, so the next run
+        # (a fixed server, another model) asks again; the document is marked incomplete.
         outline = outline_context(document, chunk)
-        if self.cache is not None:  # the same model and prompt would fail again: don't pay twice
-            self.cache.put(self._key(document, chunk), outline, verdict.reason)
         return SituateResult(chunk.chunk_id, outline, "outline", verdict.reason, verdict.detail)
 
     def finish(self, document: Document, result: SituateResult) -> None:
         self.results[result.chunk_id] = result
+        if result.kind == "llm" and not result.from_cache:
+            self.ledger.record_context()
         self.progress.advance(PHASE)
         self.left[document.doc_id] -= 1
         if time.monotonic() - self.last_note >= NOTE_EVERY_SECONDS:
@@ -268,7 +270,10 @@ async def situate_documents(
     )
     if isinstance(sender, BatchSender):
         sender.on_change = run.note
-    ledger.begin(llm.provider, llm.model, prompt_version)
+    server = getattr(llm, "base_url", None)  # for messages: which server answered so
+    ledger.begin(
+        llm.provider, llm.model, prompt_version, server if isinstance(server, str) else None
+    )
     interrupted = True
     try:
         prefixes = plan_prefixes(

@@ -14,7 +14,10 @@ checks reject:
   echoed (``<document>``, ``<chunk>``, and the heading-trail line ``The chunk sits under:
   ...`` / ``Chunk c1 sits under: ...`` at the start of a line, which small local models
   repeat in place of a context; the outline context that replaces it holds the same headings
-  and more): ``"not a context"``.
+  and more), the chunk ids of a grouped request given back as answers (``c9``, ``c9, c10``),
+  and a bare word or identifier (``load_config``, ``Overview.``): ``"not a context"``. A
+  context is a phrase at least: an answer without a space passes only in a script written
+  without spaces (Chinese, Japanese, Thai) and at ``MIN_UNSPACED_CHARS`` characters or more.
 
 The queue retries such a response once, then falls back to the outline context and flags the
 chunk with the reason (the first element of the verdict); the detail goes into the chunk's error.
@@ -36,6 +39,9 @@ DEFAULT_MAX_CHARS = 4_000
 MIN_ECHOED_CHUNK_CHARS = 80
 # A context may quote a phrase of the document; 200 verbatim characters is copying.
 MIN_COPIED_DOCUMENT_CHARS = 200
+# An answer without whitespace in a script written without spaces: a phrase from 5 characters
+# ("この関数は..." is a sentence; "设置", "settings", is a word).
+MIN_UNSPACED_CHARS = 5
 
 _REFUSAL = re.compile(
     r"^(i\s+(cannot|can't|can\s+not|am\s+unable|'m\s+unable|am\s+not\s+able|won't|will\s+not)\b"
@@ -47,6 +53,28 @@ _PROMPT_MARKUP = re.compile(
     r"</?(document|chunk)>|^\W*(the\s+chunk|chunk\s+c\d+)\s+sits\s+under:",
     re.IGNORECASE | re.MULTILINE,
 )
+
+
+# Chunk ids as the grouped prompt names them (c1, c2, ...), alone or listed, and nothing else.
+_CHUNK_IDS = re.compile(r"\W*c\d+(\W+c\d+)*\W*", re.IGNORECASE)
+
+
+# Scripts written without spaces between words: Thai, Lao, Myanmar, Khmer, CJK and kana,
+# CJK compatibility ideographs, full-width forms.
+_UNSPACED = ((0x0E00, 0x0EFF), (0x1000, 0x109F), (0x1780, 0x17FF), (0x2E80, 0x9FFF),
+             (0xF900, 0xFAFF), (0xFF00, 0xFFEF))  # fmt: skip
+
+
+def _unspaced(char: str) -> bool:
+    return any(low <= ord(char) <= high for low, high in _UNSPACED)
+
+
+def _bare_word(body: str) -> bool:
+    """One word, an identifier or a code path: no whitespace, unless in a script written
+    without spaces and long enough to be a phrase."""
+    if any(c.isspace() for c in body):
+        return False
+    return not (len(body) >= MIN_UNSPACED_CHARS and any(_unspaced(c) for c in body))
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +107,10 @@ def check_context(
     tokens = count_tokens(body)
     if tokens > max_tokens:
         return Verdict(TOO_LONG, f"{tokens} tokens (limit {max_tokens})")
+    if _CHUNK_IDS.fullmatch(body):
+        return Verdict(NOT_A_CONTEXT, f"the chunk ids echoed: {body[:40]!r}")
+    if _bare_word(body):
+        return Verdict(NOT_A_CONTEXT, f"a bare word or identifier, not a phrase: {body[:40]!r}")
     opening = body.lstrip("\"'`*# ")
     if _REFUSAL.match(opening):
         return Verdict(NOT_A_CONTEXT, f"a refusal: {opening[:60]!r}")
