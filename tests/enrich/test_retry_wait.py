@@ -112,3 +112,17 @@ def test_the_cap_is_a_setting() -> None:
     ledger, progress, time = Ledger(), RecordingProgress(), FakeTime()
     results = _run(documents, llm, ledger, progress, time, max_retry_wait=600)
     assert results[chunk.chunk_id].kind == "llm" and time.now >= 300
+
+
+def test_rate_limit_headers_that_pause_the_run_are_announced() -> None:
+    documents = corpus(1, 2, words_per_chunk=50)
+    exhausted = {
+        "anthropic-ratelimit-tokens-remaining": "0",
+        "anthropic-ratelimit-tokens-reset": "3600",
+    }
+    llm = ScriptedLLM(min_cacheable_tokens=100, headers=exhausted)
+    ledger, progress, time = Ledger(), RecordingProgress(), FakeTime()
+    results = _run(documents, llm, ledger, progress, time)
+    assert all(r.kind == "llm" for r in results.values())
+    said = [n for n in progress.notes if "rate-limit headers say nothing is left" in n]
+    assert said and "waits 300 s" in said[0]  # the limiter's own cap, said

@@ -118,6 +118,10 @@ def situate_all(
         input_tokens_per_minute=settings.llm_input_tokens_per_minute,
         output_tokens_per_minute=settings.llm_output_tokens_per_minute,
         cache_reads_count=plan.provider == "openai",  # Anthropic does not count cache reads
+        # Rate-limit headers saying nothing is left until later pause every sender at most
+        # this long; a request refused after that with a longer retry-after ends the run's
+        # sending (sender.py).
+        max_pause_seconds=settings.llm_max_retry_wait,
     )
 
     batch = None
