@@ -124,7 +124,7 @@ def connection_error(
     if timed_out:
         what = "timed out" if timeout is None else f"timed out after {timeout:g} s"
     cause = exc.__cause__ or exc
-    if isinstance(cause, TimeoutError) and not str(cause):  # asyncio's deadline says nothing
+    if isinstance(exc, TimeoutError) and not str(exc):  # asyncio's deadline says nothing
         detail = "the whole request (connection, headers and answer) took longer than that"
     else:
         detail = short(redact(str(cause) or type(cause).__name__, secret))

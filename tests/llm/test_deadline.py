@@ -85,6 +85,7 @@ def test_a_dripping_answer_times_out_at_the_deadline(
         asyncio.run(ask())
     assert info.value.timed_out and info.value.retryable
     assert f"timed out after {TIMEOUT:g} s" in str(info.value)
+    assert "the whole request" in str(info.value)  # says what the limit bounds
 
 
 @pytest.mark.parametrize("provider", ["anthropic", "openai"])
