@@ -490,3 +490,30 @@ def test_two_breakpoints_read_the_shared_one_and_write_the_rest() -> None:
     clock[0] += 301  # the 5-minute document entry expires, the 1-hour system entry does not
     third = cache.plan(SONNET, parts(DOC), 1024)
     assert third.cache_read_input_tokens == sys_tokens and len(third.writes) == 1
+
+
+def test_a_drip_promises_a_long_body_and_sends_it_a_byte_at_a_time() -> None:
+    import http.client
+
+    with FakeLLMServer(drip_interval_s=0.01) as server:
+        server.inject("drip", delay_s=0.5)
+        host, port = server.base_url.removeprefix("http://").split(":")
+        conn = http.client.HTTPConnection(host, int(port), timeout=5)
+        conn.request("POST", "/v1/chat/completions", body=b"{}")
+        response = conn.getresponse()
+        assert response.status == 200 and response.getheader("content-length") == "1000000"
+        pieces = [response.read1(65536) for _ in range(3)]
+        conn.close()
+    assert pieces[0].startswith(b"{")
+    assert sum(map(len, pieces)) < 1_000  # far short of the promise, and then it stops
+
+
+def test_a_huge_answer_ignores_the_output_budget() -> None:
+    with FakeLLMServer(huge_bytes=50_000) as server:
+        server.inject("huge")
+        client = openai.OpenAI(base_url=server.openai_base_url, api_key="test", max_retries=0)
+        answer = client.chat.completions.create(
+            model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}], max_tokens=5
+        )
+        client.close()
+    assert len(answer.choices[0].message.content or "") == 50_000
