@@ -9,8 +9,11 @@ cache, both beside the shard and untouched here.
   document with points missing): that document's points are deleted and its manifest entry
   dropped, so the next run indexes it again.
 - Points of no recorded document (a killed run's leftovers): deleted.
-- A shard that cannot be opened or read at all: it is moved aside, never deleted (the user may
-  want it), and an empty one takes its place with an empty manifest of the same settings.
+- A shard that cannot be opened or read at all, or whose seal says its engine structures changed
+  (`ctxr.index.store.seal`): it is moved aside, never deleted (the user may want it), and an
+  empty one takes its place with an empty manifest of the same settings.
+- A disk that refuses a write (full, read-only) is not damage: the `StorageError` goes to the
+  user as it is, and nothing is moved or deleted.
 """
 
 from __future__ import annotations
@@ -21,12 +24,14 @@ from pathlib import Path
 from typing import Any
 
 from ctxr.config import Settings
+from ctxr.disk import check_free
 from ctxr.errors import IndexCorruptError, IndexError_
 from ctxr.index import integrity
 from ctxr.index.manifest import Manifest
 from ctxr.index.run_lock import index_lock
 from ctxr.index.store import factory as store_factory
 from ctxr.index.store.base import Store
+from ctxr.pipeline.space import NEW_SHARD_BYTES
 
 
 @dataclass(slots=True)
@@ -119,6 +124,8 @@ def _replace_shard(
         )
     shard = store_factory.shard_path(index_dir)
     aside = shard.with_name(f"{shard.name}.damaged-{time.strftime('%Y%m%dT%H%M%S')}")
+    # Room for the new shard before the old one is moved: a full disk leaves both as they are.
+    check_free(index_dir, NEW_SHARD_BYTES, "index")
     if shard.exists():
         shard.rename(aside)
         report.moved_aside = str(aside)
