@@ -6,7 +6,8 @@ process (SIGABRT); bytes over a payload index's tracker make it panic. Other dam
 unnoticed (bytes over a payload index's pages). So the damage is looked for before the engine
 reads anything: when ctxr closes a shard after a clean session it records every segment file's
 size and a CRC-32 of its contents in `ctxr-seal.json` inside the shard directory; the next open
-compares before `EdgeShard.load`.
+compares before `EdgeShard.load`. One pass costs 7 ms for the examples index and 0.13 s at 100k
+points (warm page cache, 2 cores), once at open and once at close.
 
 Between a close and the next open nothing legitimately changes a segment file: only a process
 that has the shard loaded writes to it, and qdrant-edge's write-ahead-log lock admits one. A
@@ -80,7 +81,11 @@ def seal_path(shard: Path) -> Path:
 
 
 def checksums(shard: Path) -> dict[str, FileSum]:
-    """Every segment file's size and content checksum, by path under the shard."""
+    """Every segment file's size and content checksum, by path under the shard.
+
+    Left out: the write-ahead log (its entries carry their own checksums, and after a clean
+    close it holds nothing to replay) and `edge_config.json` (each load writes it again, with
+    defaults added: a sealed shard loaded for `ctxr doctor` would then read as changed)."""
     sums: dict[str, FileSum] = {}
     root = shard / SEGMENTS
     for dirpath, _dirs, files in os.walk(root):
@@ -155,7 +160,13 @@ def write_seal(shard: Path) -> None:
 
 
 def remove_seal(shard: Path) -> None:
-    seal_path(shard).unlink(missing_ok=True)
+    path = seal_path(shard)
+    try:
+        path.unlink(missing_ok=True)
+    except OSError:
+        if path.is_file():
+            raise
+        # Not a file ctxr wrote (a directory of that name): never read as a seal, left alone.
 
 
 def read_seal(shard: Path) -> dict[str, FileSum] | None:
