@@ -25,11 +25,13 @@ from typing import Any
 
 import diskcache
 
-from ctxr.disk import refusal, storage_error
+from ctxr.disk import free_bytes, refusal, size_text, storage_error
 from ctxr.errors import StorageError
 
 logger = logging.getLogger("ctxr")
 
+# Below this, SQLite's "disk I/O error" on opening is the disk having no room for its files.
+NEARLY_FULL_BYTES = 2**20
 # What SQLite says of a file that is not a sound database; anything else is not damage.
 _DAMAGE_TEXT = ("malformed", "not a database", "file is encrypted", "corrupt")
 
@@ -94,11 +96,19 @@ def cache_write(directory: Path, what: str) -> Iterator[None]:
 
 def _refused(directory: Path, what: str, exc: BaseException) -> StorageError:
     kind = refusal(exc)
+    if kind is None and "disk i/o error" in str(exc).lower() and _nearly_full(directory):
+        kind = "full"  # SQLite could not make its -wal/-shm files: no room for them
     if kind is not None:
         return storage_error(directory, what, kind, detail=str(exc))
     return StorageError(
-        f"the {what} at {directory} cannot be opened ({exc}); it is not damaged and was left "
+        f"the {what} at {directory} cannot be opened ({exc}; {size_text(free_bytes(directory))} "
+        "free there); it is not damaged and was left "
         "as it is: make sure no other program holds it and that this user may write there, "
         "then run the command again",
         str(directory),
     )
+
+
+def _nearly_full(directory: Path) -> bool:
+    free = free_bytes(directory)
+    return free is not None and free < NEARLY_FULL_BYTES
