@@ -10,12 +10,14 @@ both, so that one policy (backoff honouring retry-after, client-side limits) cov
 provider. Failures are `ctxr.errors.ProviderError`, saying whether a retry can help.
 
 `request_body` is part of the protocol: the estimate renders exactly the bodies a run would
-send, without sending them.
+send, without sending them. How a provider counts and bills those bodies (its tokenizer, where
+its cache begins, what it adds unseen) is its `RequestCounter`, found through the registry, so
+the estimate prices any provider's requests without knowing which one it is.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -115,3 +117,39 @@ class SyncLLM(Protocol):
     def complete_sync(self, request: CompletionRequest) -> Completion: ...
 
     def close(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class PromptGroup:
+    """Requests sent under one prefix, in the order they are sent. With `cached`, the first
+    writes the provider's cache and completes before the others, which read it; without, every
+    request sends the whole prompt as plain input."""
+
+    requests: Sequence[CompletionRequest]
+    cached: bool
+
+
+class RequestCounter(Protocol):
+    """How a provider counts and bills prompts, without sending them (the cost estimate).
+    Implementations: `ctxr.llm.anthropic_tokens.AnthropicCounter`,
+    `ctxr.llm.openai_tokens.OpenAICounter`; made by `ctxr.llm.registry.make_counter`."""
+
+    @property
+    def label(self) -> str: ...  # the tokenizer, for the report: an encoding name or "ctok"
+
+    @property
+    def encoding(self) -> str: ...  # tiktoken encoding of document sizes, comparable
+
+    @property
+    def exact(self) -> bool: ...  # the counts are the provider's own
+
+    @property
+    def note(self) -> str: ...  # how far the counts can be trusted, in a few words
+
+    def notes(self) -> list[str]:
+        """What a reader of the estimate should know about these counts."""
+        ...
+
+    def prompt_usages(self, groups: Sequence[PromptGroup]) -> list[Usage]:
+        """Each group's prompt tokens as the provider bills them (no output tokens)."""
+        ...

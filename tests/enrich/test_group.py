@@ -18,12 +18,11 @@ from ctxr.config import load_settings
 from ctxr.enrich.situate.group import (
     ANSWER_SCHEMA,
     ask_for,
-    duplicates_of,
     group_request,
     named_schema,
     parse_answers,
-    plan_groups,
 )
+from ctxr.enrich.situate.plan import duplicates_of, plan_groups
 from ctxr.llm.registry import make_llm
 from ctxr.pipeline.build import build_index
 from ctxr.pipeline.report import IndexReport
@@ -191,7 +190,7 @@ def test_a_server_without_structured_outputs_gets_json_in_words(
 
 
 def test_a_prefix_is_cached_only_where_its_requests_earn_back_the_write() -> None:
-    from ctxr.enrich.situate.group import worth_caching
+    from ctxr.enrich.situate.plan import worth_caching
 
     assert not worth_caching(1, "5m") and not worth_caching(1, "1h")
     assert worth_caching(2, "5m") and not worth_caching(2, "1h")  # 1.35x vs 2x; 2.1x vs 2x

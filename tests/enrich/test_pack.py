@@ -1,6 +1,7 @@
-"""Packs: the chunks of several small documents situated in one request (ctxr/enrich/situate/
-pack.py); planning, the request, shared usage, and runs through the real SDKs against the
-loopback fake server, answers shuffled or missing an id, estimate against run."""
+"""Packs: the chunks of several small documents situated in one request (planned in
+ctxr/enrich/situate/plan.py, rendered in group.py); planning, the request, shared usage, and
+runs through the real SDKs against the loopback fake server, answers shuffled or missing an id,
+estimate against run."""
 
 from __future__ import annotations
 
@@ -16,14 +17,8 @@ from fakes.llm_server import FakeLLMServer
 from fakes.llm_wire import asked_ids, default_respond
 
 from ctxr.config import load_settings
-from ctxr.enrich.situate.group import named_schema
-from ctxr.enrich.situate.pack import (
-    Planned,
-    pack_ask,
-    plan_packs,
-    plan_prefix,
-    share_usage,
-)
+from ctxr.enrich.situate.group import named_schema, pack_ask
+from ctxr.enrich.situate.plan import Planned, plan_packs, plan_prefix, share_usage
 from ctxr.enrich.situate.window import Prefix, Window
 from ctxr.llm.base import Usage
 from ctxr.pipeline.build import build_index
@@ -68,7 +63,7 @@ def test_packs_fill_greedily_and_keep_what_cannot_be_packed_alone() -> None:
 def test_a_pack_marks_each_document_with_ids_running_on() -> None:
     first = _planned("one.md", ["alpha", "beta"], 10)
     second = _planned("two.md", ["gamma", "delta", "epsilon"], 10)
-    ask = pack_ask([first, second], context_tokens=100)
+    ask = pack_ask([(m.prefix.window, m.chunks) for m in (first, second)], context_tokens=100)
     assert ask.ids == (("c1", "c2"), ("c3", "c4", "c5"))
     prefix = ask.request.prefix
     assert "[[c1]]alpha[[/c1]] [[c2]]beta[[/c2]]" in prefix

@@ -19,13 +19,14 @@ from ctxr.config import Settings, load_settings
 from ctxr.enrich.situate.prompt import SituateRequest, document_part
 from ctxr.errors import ConfigError
 from ctxr.index.manifest import Manifest
+from ctxr.llm.anthropic_tokens import message_texts
 from ctxr.llm.base import Usage
+from ctxr.llm.openai_tokens import openai_cached, prompt_texts
 from ctxr.llm.pricing import load_prices
 from ctxr.llm.registry import make_llm
 from ctxr.pipeline.build import build_index
 from ctxr.pipeline.estimate import estimate_paths
 from ctxr.pipeline.estimate_report import ModelEstimate
-from ctxr.pipeline.estimate_tokens import message_texts, openai_cached
 from ctxr.tokens import count_tokens
 
 TOPICS = ("glaciers", "volcanoes", "tides")
@@ -204,8 +205,8 @@ def test_request_parts_follow_the_provider_bodies() -> None:
     parts = message_texts(anthropic.request_body(request.completion()))
     assert parts[0] == (document_part("the document"), True) and not parts[1][1]
     openai = make_llm("openai", "gpt-4o-mini", api_key="x")
-    [(prompt, marked)] = message_texts(openai.request_body(request.completion()))
-    assert prompt.startswith(document_part("the document")) and not marked
+    [prompt] = prompt_texts(openai.request_body(request.completion()))
+    assert prompt.startswith(document_part("the document"))
 
 
 @pytest.mark.parametrize(
@@ -313,7 +314,7 @@ def _has_ctok() -> bool:
 
 @pytest.mark.skipif(_has_ctok(), reason="ctok is installed here")
 def test_asking_for_ctok_without_it_says_how_to_install_it(tmp_path: Path) -> None:
-    from ctxr.pipeline.estimate_tokens import claude_counter
+    from ctxr.llm.anthropic_tokens import claude_counter
 
     assert claude_counter("auto") is None and claude_counter("cl100k") is None
     with pytest.raises(ConfigError, match=r"ctxr\[claude-tokens\]"):

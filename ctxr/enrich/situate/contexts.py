@@ -21,16 +21,16 @@ from ctxr.enrich.situate.batch_journal import JOURNAL_DIR
 from ctxr.enrich.situate.group import GROUP_PROMPT_VERSION
 from ctxr.enrich.situate.ledger import Ledger, LedgerSummary, ledger_path
 from ctxr.enrich.situate.outline import OUTLINE_VERSION, situate
-from ctxr.enrich.situate.prompt import PROMPT_VERSION, document_part
+from ctxr.enrich.situate.plan import PlanOptions
+from ctxr.enrich.situate.prompt import PROMPT_VERSION
 from ctxr.enrich.situate.queue import situate_documents
 from ctxr.enrich.situate.response_cache import ResponseCache
 from ctxr.enrich.situate.results import SituateResult
 from ctxr.errors import ConfigError
 from ctxr.llm.pricing import load_prices
 from ctxr.llm.ratelimit import RateLimits
-from ctxr.llm.registry import DEFAULT_MODELS, choose_provider, make_llm
+from ctxr.llm.registry import DEFAULT_MODELS, cache_reads_count, choose_provider, make_llm
 from ctxr.progress import Progress
-from ctxr.tokens import count_tokens
 from ctxr.types import Chunk, ContextKind, ContextualChunk, Document
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
@@ -41,7 +41,7 @@ class ContextPlan:
     kind: ContextKind
     provider: str | None = None
     model: str | None = None
-    group_size: int = 1  # chunks per request (ctxr.enrich.situate.group)
+    group_size: int = 1  # chunks per request (ctxr.enrich.situate.plan)
 
     @property
     def version(self) -> str:
@@ -117,7 +117,7 @@ def situate_all(
         requests_per_minute=settings.llm_requests_per_minute,
         input_tokens_per_minute=settings.llm_input_tokens_per_minute,
         output_tokens_per_minute=settings.llm_output_tokens_per_minute,
-        cache_reads_count=plan.provider == "openai",  # Anthropic does not count cache reads
+        cache_reads_count=cache_reads_count(plan.provider),
         # Rate-limit headers saying nothing is left until later pause every sender at most
         # this long; a request refused after that with a longer retry-after ends the run's
         # sending (sender.py).
@@ -129,24 +129,28 @@ def situate_all(
         poll = settings.llm_batch_poll_seconds
         batch = BatchOptions(journal_dir=index_dir / JOURNAL_DIR, poll_seconds=poll)
 
+    # The planner's options, as the estimate takes them: it prices the plan this run sends.
+    options = PlanOptions.from_settings(settings)
+
     async def run(cache: ResponseCache) -> dict[str, SituateResult]:
         try:
             return await situate_documents(
                 [(d, chunks) for d, chunks in pairs],
                 llm,
                 ledger=ledger,
-                prompt_version=PROMPT_VERSION,
-                count_tokens=functools.partial(count_tokens, encoding=settings.encoding),
+                prompt_version=options.prompt_version,
+                count_tokens=options.count_tokens,
                 cache=cache,
                 limits=limits,
                 concurrency=settings.llm_concurrency,
                 progress=progress,
-                max_document_tokens=settings.max_document_tokens,
-                render_document=document_part,
-                group_size=plan.group_size,
-                context_tokens=settings.llm_max_output_tokens,
+                max_document_tokens=options.max_document_tokens,
+                render_document=options.render_document,
+                group_size=options.group_size,
+                context_tokens=options.context_tokens,
                 batch=batch,
-                pack_tokens=settings.llm_pack_tokens,
+                cache_ttl=options.cache_ttl,
+                pack_tokens=options.pack_tokens,
                 max_retry_wait=settings.llm_max_retry_wait,
             )
         finally:

@@ -1,4 +1,4 @@
-"""Grouped situating: the contexts of several chunks of one document in one request.
+"""Grouped and packed requests: the contexts of several chunks in one request, and the answer.
 
 Below a model's minimum cacheable size every request re-sends its whole document uncached, so
 asking for n chunks at once costs about 1/n as much; above it, grouping still saves the cache
@@ -17,8 +17,12 @@ names every chunk asked about (one required property per id, ``{"c5": "..."}``),
 costs fewer output tokens. Only a window of a document too long to send whole has its chunks
 quoted after it (`group_request`), after the window's byte-identical prefix.
 
-`plan_groups` and `ask_for` are the one planner of requests: the queue sends what they return,
-and the estimate prices exactly that.
+A *pack* (`pack_ask`) is one request for the chunks of several small documents: each as the
+per-chunk prompt's document part with its chunks marked in place, the ids running on across the
+documents (c1..c9 in the first, c10.. in the next), one named schema for all of them.
+
+This module renders requests and reads answers; which chunks go in which request is the
+planner's (`plan.py`), and nothing else builds a situating request.
 """
 
 from __future__ import annotations
@@ -31,17 +35,22 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from ctxr.enrich.situate.prompt import SITUATE, SituateRequest, heading_trail
+from ctxr.enrich.situate.window import Window
 from ctxr.llm.base import CompletionRequest
 from ctxr.prompts import load_template
 from ctxr.types import Chunk
 
 GROUP_TEMPLATE = load_template("situate_group")
 INLINE_TEMPLATE = load_template("situate_inline")
+PACK_TEMPLATE = load_template("situate_pack")
 # The grouped prompts' version: their own files and the per-chunk prompt's (whose document part
 # they send), so an edit to any of them re-makes grouped contexts.
 GROUP_PROMPT_VERSION: Final = (
     f"{SITUATE.version}+{GROUP_TEMPLATE.version}+{INLINE_TEMPLATE.version}"
 )
+# The packed prompt's version: its own file and the per-chunk prompt's (whose document part it
+# sends for every document), so an edit to either re-makes packed contexts.
+PACK_PROMPT_VERSION: Final = f"{SITUATE.version}+{PACK_TEMPLATE.version}"
 # JSON framing per answered chunk, in output tokens: {"id": "c12", "context": "..."}, in the
 # list form; "c12": "...", in the named form of chunks marked in place.
 ANSWER_OVERHEAD_TOKENS: Final = 12
@@ -89,47 +98,6 @@ def named_schema(ids: Sequence[str]) -> dict[str, Any]:
 
 def chunk_ids(count: int) -> list[str]:
     return [f"c{i}" for i in range(1, count + 1)]
-
-
-def plan_groups(pending: Sequence[Chunk], group_size: int) -> list[tuple[Chunk, ...]]:
-    """The requests for one prefix's unanswered chunks, in order: identical chunks (same text and
-    heading trail, so an identical question) are asked once, then packed `group_size` a request.
-    Each group lists the distinct chunks it asks about; `duplicates_of` maps the rest back."""
-    seen: set[tuple[str, tuple[str, ...]]] = set()
-    distinct = []
-    for chunk in pending:
-        if (chunk.text, chunk.heading_path) not in seen:
-            seen.add((chunk.text, chunk.heading_path))
-            distinct.append(chunk)
-    size = max(1, group_size)
-    return [tuple(distinct[i : i + size]) for i in range(0, len(distinct), size)]
-
-
-# What writing and reading a cached prefix cost, in multiples of sending it uncached once
-# (Anthropic's prices; OpenAI bills no write and reads at 0.1-0.5x, so the rule holds there too).
-CACHE_WRITE_MULTIPLIER = {"5m": 1.25, "1h": 2.0}
-CACHE_READ_MULTIPLIER = 0.1
-
-
-def worth_caching(requests: int, ttl: str) -> bool:
-    """Whether `requests` requests sharing one prefix cost less with it cached: one write and
-    `requests - 1` reads against `requests` uncached sends. One request never pays for its
-    write; two pay with a 5-minute entry (1.35x against 2x) but not with a 1-hour one (2.1x)."""
-    cached = CACHE_WRITE_MULTIPLIER[ttl] + CACHE_READ_MULTIPLIER * (requests - 1)
-    return cached < requests
-
-
-def duplicates_of(pending: Sequence[Chunk]) -> dict[str, list[Chunk]]:
-    """For each chunk `plan_groups` keeps, the other pending chunks that ask the same question."""
-    first: dict[tuple[str, tuple[str, ...]], Chunk] = {}
-    copies: dict[str, list[Chunk]] = {}
-    for chunk in pending:
-        key = (chunk.text, chunk.heading_path)
-        if key in first:
-            copies.setdefault(first[key].chunk_id, []).append(chunk)
-        else:
-            first[key] = chunk
-    return copies
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,6 +218,45 @@ def group_request(
         json_schema=ANSWER_SCHEMA,
         max_output_tokens=output_budget(len(chunks), context_tokens),
     )
+
+
+@dataclass(frozen=True, slots=True)
+class PackAsk:
+    """One request for a pack, and each member's ids in the order of its chunks."""
+
+    request: CompletionRequest
+    ids: tuple[tuple[str, ...], ...]
+
+    @property
+    def all_ids(self) -> tuple[str, ...]:
+        return tuple(i for member in self.ids for i in member)
+
+    def ask(self) -> Ask:
+        return Ask(self.request, self.all_ids, NAMED_OVERHEAD_TOKENS)
+
+
+def pack_ask(members: Sequence[tuple[Window, Sequence[Chunk]]], context_tokens: int) -> PackAsk:
+    """The request that situates the given chunks of each member's window: each document
+    marked in place (all its chunks, so the ids are stable whichever are asked), ids running
+    on across documents."""
+    parts: list[str] = []
+    ids: list[tuple[str, ...]] = []
+    start = 1
+    for window, asked_chunks in members:
+        marked, by_chunk = mark_in_place(window.text, window.chunks, start=start)
+        parts.append(SITUATE.document_part(marked))
+        ids.append(tuple(by_chunk[c.chunk_id] for c in asked_chunks))
+        start += len(window.chunks)
+    asked = [i for member in ids for i in member]
+    values = {"DOCUMENTS": str(len(members)), "COUNT": str(len(asked)), "IDS": ", ".join(asked)}
+    request = CompletionRequest(
+        instruction=fill_slots(PACK_TEMPLATE.body, values),
+        prefix="\n".join(parts),
+        cache=False,
+        json_schema=named_schema(asked),
+        max_output_tokens=output_budget(len(asked), context_tokens),
+    )
+    return PackAsk(request, tuple(ids))
 
 
 def parse_answers(text: str, ids: Sequence[str]) -> dict[str, str]:

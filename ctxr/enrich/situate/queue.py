@@ -3,7 +3,7 @@
 Anthropic's reference run wrote the same documents to the prompt cache again and again because
 a document's chunks were sent together, before the first cache write had finished. Here, per
 cached prefix (a document, or one block of a long document's windows, see `window.py`), the
-FIRST request (one chunk, or one group of chunks, see `group.py`) is sent alone and must
+FIRST request (one chunk, or one group of chunks, see `plan.py`) is sent alone and must
 complete, which writes the provider's cache; only then are the prefix's other requests sent,
 concurrently, and they all read it. Identical chunks of a prefix are asked about once. Many
 prefixes are in flight at once: `concurrency` bounds requests in flight, not documents. A
@@ -21,8 +21,11 @@ that is not a context is retried once). A chunk that still fails gets its outlin
 flagged, and the run goes on; nothing but an accepted context is cached, so the next run asks
 again for every chunk that got no answer. The ledger is written in a `finally`, interrupted or not.
 
-What to ask is planned once for the run (`pack.py`: groups per prefix, small documents
-packed); grouped and packed requests and their answers are `grouped.py`'s.
+What to ask is planned once for the run (`plan.py`'s `RequestPlan`: groups per prefix,
+small documents packed, answered chunks left out); this module sends exactly that plan. A
+grouped or packed answer is mapped back by id, every context validated and cached under the
+prompt that made it, and a chunk the answer misses or gets wrong is asked again alone with the
+per-chunk prompt. A server that refuses JSON schemas (a 400) is asked in words from then on.
 """
 
 from __future__ import annotations
@@ -34,16 +37,19 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ctxr.enrich.situate.batch import BatchOptions, BatchSender
-from ctxr.enrich.situate.grouped import GroupedAsks
+from ctxr.enrich.situate.group import GROUP_PROMPT_VERSION, PACK_PROMPT_VERSION, parse_answers
 from ctxr.enrich.situate.ledger import Ledger
 from ctxr.enrich.situate.outline import outline_context
-from ctxr.enrich.situate.pack import (
-    SHARED_ANSWER_VERSIONS,
+from ctxr.enrich.situate.plan import (
     Planned,
-    plan_packs,
-    plan_prefix,
+    PlannedRequest,
+    PlannedUnit,
+    PlanOptions,
+    RequestPlan,
+    alone,
+    plan_requests,
+    share_usage,
 )
-from ctxr.enrich.situate.prompt import SituateRequest
 from ctxr.enrich.situate.response_cache import ResponseCache, chunk_key
 from ctxr.enrich.situate.results import Backoff, SituateResult, describe
 from ctxr.enrich.situate.sender import (
@@ -53,8 +59,9 @@ from ctxr.enrich.situate.sender import (
     make_sender,
 )
 from ctxr.enrich.situate.validate import DEFAULT_MAX_TOKENS, Verdict, check_context
-from ctxr.enrich.situate.window import Prefix, plan_prefixes
-from ctxr.llm.base import LLM, CacheTTL, CompletionRequest
+from ctxr.enrich.situate.window import Prefix
+from ctxr.errors import ProviderError
+from ctxr.llm.base import LLM, CacheTTL, Completion, CompletionRequest
 from ctxr.llm.ratelimit import Priority, RateLimiter, RateLimits
 from ctxr.progress import NullProgress, Progress
 from ctxr.types import Chunk, Document
@@ -64,92 +71,70 @@ NOTE_EVERY_SECONDS = 5.0
 
 
 @dataclass(eq=False)
-class _Run(GroupedAsks):
+class _Run:
     llm: LLM
     cache: ResponseCache | None
     sender: Sender | BatchSender
     ledger: Ledger
     progress: Progress
-    prompt_version: str
-    count_tokens: Callable[[str], int]
+    options: PlanOptions
     max_context_tokens: int
-    group_size: int = 1
-    context_tokens: int = 200  # output budget per context in a grouped request
     plain_json: bool = False  # the server refused a JSON schema: ask for JSON in words only
-    cache_ttl: CacheTTL = "5m"  # of each cached prefix's entry (Anthropic)
     results: dict[str, SituateResult] = field(default_factory=dict)
     left: dict[str, int] = field(default_factory=dict)  # chunks still to do per document
     last_note: float = field(default_factory=time.monotonic)
 
     def _key(self, document: Document, chunk: Chunk, version: str | None = None) -> str:
-        version = version or self.prompt_version
+        version = version or self.options.prompt_version
         return chunk_key(self.llm.provider, self.llm.model, version, document.sha256, chunk)
 
-    def _cached(self, document: Document, chunk: Chunk) -> SituateResult | None:
-        """A context paid for before, by either prompt: both answer the same question."""
-        if self.cache is None:
-            return None
-        versions = (self.prompt_version, *SHARED_ANSWER_VERSIONS)
-        llm = self.llm
-        hit = self.cache.answer(llm.provider, llm.model, versions, document.sha256, chunk)
-        if hit is None or hit.flagged is not None:
-            # A flagged entry (an answer that was no context, stored by earlier versions) is
-            # not an answer: the chunk is asked again.
-            return None
-        self.ledger.record_response_cache_hit(document.doc_id)
-        return SituateResult(chunk.chunk_id, hit.context, "llm", from_cache=True)
+    def start(self, plan: RequestPlan) -> None:
+        """The chunks answered before are finished here; declined caches are on record."""
+        for hit in plan.answered:
+            self.ledger.record_response_cache_hit(hit.prefix.document.doc_id)
+            result = SituateResult(hit.chunk.chunk_id, hit.context, "llm", from_cache=True)
+            self.finish(hit.prefix.document, result)
+        for planned in plan.planned:
+            if planned.declined_cache:  # too few requests to earn back the write: unmarked
+                self.ledger.document(planned.prefix.document.doc_id).uncached_prefixes += 1
 
-    def prepare(self, prefix: Prefix) -> Planned | None:
-        """`prefix`'s unanswered chunks, planned (the answered ones are finished here); None
-        when every chunk was answered before."""
-        document = prefix.document
-        pending: list[Chunk] = []
-        for chunk in prefix.window.chunks:
-            if (cached := self._cached(document, chunk)) is not None:
-                self.finish(document, cached)
-            else:
-                pending.append(chunk)
-        if not pending:
-            return None
-        planned = plan_prefix(prefix, pending, self.group_size, self.cache_ttl)
-        if planned.declined_cache:  # too few requests to earn back the write: sent unmarked
-            self.ledger.document(document.doc_id).uncached_prefixes += 1
-        return planned
-
-    async def run_unit(self, unit: tuple[Planned, ...]) -> None:
-        if len(unit) > 1:
+    async def run_unit(self, unit: PlannedUnit) -> None:
+        if unit.is_pack:
             await self.situate_pack(unit)
-        else:
-            await self.run_planned(unit[0])
-
-    async def run_planned(self, planned: Planned) -> None:
-        prefix, groups = planned.prefix, list(planned.groups)
+            return
+        prefix, requests = unit.sent, list(unit.requests)
         later: Priority = (1, prefix.order)
         if prefix.cache:
-            first, groups = groups[0], groups[1:]
-            await self.situate_and_finish(prefix, first, (1, prefix.order), planned.copies)
+            first, requests = requests[0], requests[1:]
+            await self.situate_and_finish(unit, first, (1, prefix.order))
             later = (0, prefix.order)  # the prefix is written: finish it while it is cached
         async with asyncio.TaskGroup() as tasks:
-            for group in groups:
-                tasks.create_task(self.situate_and_finish(prefix, group, later, planned.copies))
+            for request in requests:
+                tasks.create_task(self.situate_and_finish(unit, request, later))
 
     async def situate_and_finish(
+        self, unit: PlannedUnit, planned: PlannedRequest, priority: Priority
+    ) -> None:
+        prefix = unit.sent
+        if planned.ids:
+            results = await self.situate_group(prefix, planned, priority)
+        else:
+            [chunk] = planned.chunks
+            results = [await self.situate(prefix, chunk, priority, planned.request)]
+        self.finish_chunks(prefix.document, planned.chunks, results, unit.members[0].copies)
+
+    def finish_chunks(
         self,
-        prefix: Prefix,
-        group: tuple[Chunk, ...],
-        priority: Priority,
+        document: Document,
+        chunks: Sequence[Chunk],
+        results: Sequence[SituateResult],
         copies: Mapping[str, list[Chunk]],
     ) -> None:
-        if self.group_size == 1:
-            results = [await self.situate(prefix, group[0], priority)]
-        else:
-            results = await self.situate_group(prefix, group, priority)
-        self.finish_planned(Planned(prefix, (group,), copies), results)
-
-    def _ttl(self, request: CompletionRequest) -> CompletionRequest:
-        if request.cache and request.cache_ttl != self.cache_ttl:
-            return dataclasses.replace(request, cache_ttl=self.cache_ttl)
-        return request
+        """Each chunk's result, and the same result for its identical copies."""
+        for chunk, result in zip(chunks, results, strict=True):
+            self.finish(document, result)
+            for copy in copies.get(chunk.chunk_id, ()):
+                self.finish(document, dataclasses.replace(result, chunk_id=copy.chunk_id))
 
     def _failed(self, document: Document, chunk: Chunk, exc: BaseException) -> SituateResult:
         error = describe(exc)
@@ -164,16 +149,23 @@ class _Run(GroupedAsks):
             text,
             chunk=chunk.text,
             document=document.text,
-            count_tokens=self.count_tokens,
+            count_tokens=self.options.count_tokens,
             max_tokens=self.max_context_tokens,
             truncated=truncated,
         )
 
-    async def situate(self, prefix: Prefix, chunk: Chunk, priority: Priority) -> SituateResult:
+    async def situate(
+        self,
+        prefix: Prefix,
+        chunk: Chunk,
+        priority: Priority,
+        request: CompletionRequest | None = None,
+    ) -> SituateResult:
+        """One chunk asked alone with the per-chunk prompt (the plan's `request`, or asked
+        again after a grouped answer), validated, falling back to its outline if need be."""
         document = prefix.document
-        situate = SituateRequest(prefix.window.text, chunk.text, chunk.heading_path, prefix.cache)
-        request = self._ttl(situate.completion())
-        tokens_in = self.count_tokens(chunk.text) + PROMPT_OVERHEAD_TOKENS
+        request = request or alone(prefix, chunk, self.options)
+        tokens_in = self.options.count_tokens(chunk.text) + PROMPT_OVERHEAD_TOKENS
         verdict = None
         for round_ in range(2):  # a response that is not a context is retried once
             try:
@@ -195,6 +187,100 @@ class _Run(GroupedAsks):
         # (a fixed server, another model) asks again; the document is marked incomplete.
         outline = outline_context(document, chunk)
         return SituateResult(chunk.chunk_id, outline, "outline", verdict.reason, verdict.detail)
+
+    async def situate_group(
+        self, prefix: Prefix, planned: PlannedRequest, priority: Priority
+    ) -> list[SituateResult]:
+        """One request for a group; a chunk the answer misses or gets wrong is asked alone."""
+        document, group = prefix.document, planned.chunks
+        try:
+            completion = await self._send_json(prefix, planned.request, group, priority)
+        except Exception as exc:  # any failure: these chunks fall back, the run goes on
+            return [self._failed(document, c, exc) for c in group]
+        self.ledger.record_usage(document.doc_id, completion.usage)
+        answers = parse_answers(completion.text, planned.ids)
+        return await self._accept(
+            prefix, group, planned.ids, answers, GROUP_PROMPT_VERSION, priority
+        )
+
+    async def _accept(
+        self,
+        prefix: Prefix,
+        chunks: Sequence[Chunk],
+        ids: Sequence[str],
+        answers: Mapping[str, str],
+        version: str,
+        priority: Priority,
+    ) -> list[SituateResult]:
+        """Each chunk's context from a grouped or packed answer, cached under `version`; a
+        chunk the answer misses or gets wrong is asked again alone (the per-chunk prompt)."""
+        document = prefix.document
+        results: dict[str, SituateResult] = {}
+        again: list[Chunk] = []
+        for chunk_id, chunk in zip(ids, chunks, strict=True):
+            text = answers.get(chunk_id)
+            verdict = None if text is None else self._verdict(document, chunk, text)
+            if text is not None and verdict is None:
+                if self.cache is not None:
+                    self.cache.put(self._key(document, chunk, version), text)
+                results[chunk.chunk_id] = SituateResult(chunk.chunk_id, text, "llm")
+                continue
+            why = "missing from the grouped answer" if verdict is None else verdict.reason
+            self.ledger.record_retry(chunk.chunk_id, f"{why}; asked alone")
+            again.append(chunk)
+        asked = await asyncio.gather(*(self.situate(prefix, c, priority) for c in again))
+        results.update((r.chunk_id, r) for r in asked)
+        return [results[c.chunk_id] for c in chunks]
+
+    async def situate_pack(self, unit: PlannedUnit) -> None:
+        """The one request for the chunks of several small documents; usage shared among them
+        by size, each chunk checked and, where it fails, asked again alone."""
+        [planned] = unit.requests
+        members = unit.members
+        priority: Priority = (1, unit.sent.order)
+        try:
+            completion = await self._send_json(unit.sent, planned.request, planned.chunks, priority)
+        except Exception as exc:  # any failure: these chunks fall back, the run goes on
+            for member in members:
+                document = member.prefix.document
+                failed = [self._failed(document, c, exc) for c in member.chunks]
+                self.finish_chunks(document, member.chunks, failed, member.copies)
+            return
+        weights = [m.prefix.tokens for m in members]
+        for member, usage in zip(members, share_usage(completion.usage, weights), strict=True):
+            self.ledger.record_usage(member.prefix.document.doc_id, usage)
+        answers = parse_answers(completion.text, planned.ids)
+
+        async def settle(member: Planned, ids: tuple[str, ...]) -> None:
+            results = await self._accept(
+                member.prefix, member.chunks, ids, answers, PACK_PROMPT_VERSION, priority
+            )
+            self.finish_chunks(member.prefix.document, member.chunks, results, member.copies)
+
+        async with asyncio.TaskGroup() as tasks:
+            for member, ids in zip(members, unit.member_ids, strict=True):
+                tasks.create_task(settle(member, ids))
+
+    async def _send_json(
+        self,
+        prefix: Prefix,
+        request: CompletionRequest,
+        chunks: Sequence[Chunk],
+        priority: Priority,
+    ) -> Completion:
+        """`request` for `chunks` (retries are recorded against the first). An OpenAI-compatible
+        server without structured outputs answers a schema with a 400: the prompt itself asks
+        for the JSON, so the request goes again without it, and so does every later one."""
+        count = self.options.count_tokens
+        tokens_in = sum(count(c.text) for c in chunks) + PROMPT_OVERHEAD_TOKENS
+        while True:
+            sent = dataclasses.replace(request, json_schema=None) if self.plain_json else request
+            try:
+                return await self.sender.send(prefix, sent, chunks[0], priority, tokens_in)
+            except ProviderError as exc:
+                if exc.status != 400 or sent.json_schema is None:
+                    raise
+                self.plain_json = True
 
     def finish(self, document: Document, result: SituateResult) -> None:
         self.results[result.chunk_id] = result
@@ -240,8 +326,8 @@ async def situate_documents(
 
     `render_document` turns a document into the prompt prefix the provider caches, so that its
     size can be measured against `llm.min_cacheable_tokens`. `group_size` chunks share one
-    request (`ctxr.enrich.situate.group`); 1 asks for each chunk alone, Anthropic's method.
-    Grouped, small documents share a request up to `pack_tokens` (`pack.py`; 0: never).
+    request (`ctxr.enrich.situate.plan`); 1 asks for each chunk alone, Anthropic's method.
+    Grouped, small documents share a request up to `pack_tokens` (0: never).
     The caller owns `llm`, `cache` and `ledger` (this writes the ledger to its path, if it has
     one, however the run ends). `batch` sends through the provider's Batch API
     (`ctxr.enrich.situate.batch`); `cache_ttl` defaults to "1h" there (a batch may take longer
@@ -255,18 +341,24 @@ async def situate_documents(
         max_context_tokens=max_context_tokens, sleep=sleep, note=progress.note,
         max_retry_wait=max_retry_wait,
     )  # fmt: skip
+    options = PlanOptions(
+        prompt_version=prompt_version,
+        count_tokens=count_tokens,
+        render_document=render_document,
+        max_document_tokens=max_document_tokens,
+        group_size=group_size,
+        context_tokens=context_tokens,
+        pack_tokens=pack_tokens,
+        cache_ttl=cache_ttl or ("1h" if batch is not None else "5m"),
+    )
     run = _Run(
         llm=llm,
         cache=cache,
         sender=sender,
         ledger=ledger,
         progress=progress,
-        prompt_version=prompt_version,
-        count_tokens=count_tokens,
+        options=options,
         max_context_tokens=max_context_tokens,
-        group_size=group_size,
-        context_tokens=context_tokens,
-        cache_ttl=cache_ttl or ("1h" if batch is not None else "5m"),
     )
     if isinstance(sender, BatchSender):
         sender.on_change = run.note
@@ -276,24 +368,17 @@ async def situate_documents(
     )
     interrupted = True
     try:
-        prefixes = plan_prefixes(
-            documents,
-            max_tokens=max_document_tokens,
-            count_tokens=count_tokens,
-            render_document=render_document,
-            min_cacheable_tokens=llm.min_cacheable_tokens,
-        )
+        plan = plan_requests(documents, llm, cache, options)
         run.left = {document.doc_id: len(chunks) for document, chunks in documents}
-        for p in prefixes:
+        for p in plan.prefixes:
             doc, chunks = p.document, len(p.window.chunks)
             ledger.add_prefix(
                 doc.doc_id, doc.source, chunks=chunks, tokens=p.tokens, cached=p.cache
             )
         run.progress.start(PHASE, sum(run.left.values()))
-        planned = [plan for prefix in prefixes if (plan := run.prepare(prefix)) is not None]
-        units = plan_packs(planned, group_size, pack_tokens if group_size > 1 else 0)
+        run.start(plan)
         async with asyncio.TaskGroup() as group:
-            for unit in units:
+            for unit in plan.units:
                 group.create_task(run.run_unit(unit))
         interrupted = False
     finally:

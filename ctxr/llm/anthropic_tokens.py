@@ -1,64 +1,48 @@
-"""How the requests of a cost estimate are counted, per provider (see `estimate.py`).
+"""How Anthropic counts and bills a request's prompt, without sending it (the cost estimate).
 
-- OpenAI: every request's prompt is tokenized in full with the model's tiktoken encoding (exact;
-  message framing, about 7 tokens per request, is not counted). Automatic prefix caching reads
-  what a request shares with the prefix's first, completed request, in 1,024 + 128·n token
-  steps; no write surcharge.
-- Anthropic: the parts up to the `cache_control` marker are the cached prefix, the rest plain
-  input; a forced tool call (a JSON schema) adds the tool-use system prompt to the prefix.
-  Counted with tiktoken's cl100k_base (an estimate: Claude's tokenizer differs), or asked of
-  Anthropic's free `count_tokens` endpoint. Per prefix the first request writes the prefix,
-  the others read it; below the minimum every request sends it as plain input.
+The parts up to the `cache_control` marker are the cached prefix, the rest plain input; a
+forced tool call (a JSON schema) adds the tool-use system prompt to the prefix. Per cached
+prefix the first request writes it (1-hour writes priced apart) and the others read it; below
+the minimum every request sends it as plain input.
+
+Claude's tokenizer is not public. Tokens are counted with ctok's offline reconstruction where
+it is installed, else tiktoken's cl100k_base (which runs low), or asked of Anthropic's free
+`count_tokens` endpoint (`exact`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import tiktoken.model
-
-from ctxr.enrich.situate.window import Prefix
 from ctxr.errors import ConfigError, ProviderError
 from ctxr.llm import clients
-from ctxr.llm.base import Usage
+from ctxr.llm.base import LLM, PromptGroup, Usage
 from ctxr.llm.cache_minimums import forced_tool_prompt_tokens
-from ctxr.tokens import count_tokens, get_encoding
+from ctxr.tokens import count_tokens
 
 if TYPE_CHECKING:
     from anthropic.types import TextBlockParam
 
-OPENAI_CACHE_MIN, OPENAI_CACHE_STEP = 1024, 128
-# The fake server's rule (tests/fakes/llm_wire.py) for models tiktoken does not know.
-_O200K = ("gpt-4o", "gpt-4.1", "gpt-5", "o1", "o3", "o4")
+# Claude's tokenizer is not public. On anthropic-codebase, Anthropic's reported run billed
+# 3,666,878 prompt tokens; cl100k_base counts 2,795,746 for the same 737 prompts: one corpus,
+# one comparison, so a stated bias, not a measured margin.
+CLAUDE_UNDERCOUNT = 0.31
 # Chunk parts per count_tokens call; the sums are all the estimate needs.
 COUNT_BATCH = 64
-
-
-def openai_encoding(model: str) -> tuple[str, bool]:
-    """The model's tiktoken encoding, and whether tiktoken itself knows the model."""
-    try:
-        return tiktoken.model.encoding_name_for_model(model), True
-    except KeyError:
-        return ("o200k_base" if model.startswith(_O200K) else "cl100k_base"), False
-
-
-def openai_cached(shared_tokens: int) -> int:
-    """OpenAI's automatic prefix caching: 0 below 1,024 shared tokens, else 1,024 + 128·n."""
-    if shared_tokens < OPENAI_CACHE_MIN:
-        return 0
-    return shared_tokens - (shared_tokens - OPENAI_CACHE_MIN) % OPENAI_CACHE_STEP
+ENCODING = "cl100k_base"  # document sizes, comparable across models
 
 
 def message_texts(body: dict[str, Any]) -> list[tuple[str, bool]]:
-    """A request body's text parts in order, each with whether it carries a cache marker."""
+    """A Messages request body's text parts in order, each with whether it carries a cache
+    marker."""
     parts: list[tuple[str, bool]] = []
-    if body.get("tools"):  # Anthropic: tool definitions open the prompt (and its cached prefix)
+    if body.get("tools"):  # tool definitions open the prompt (and its cached prefix)
         parts.append((json.dumps(body["tools"], ensure_ascii=False, sort_keys=True), False))
     system = body.get("system")
     if isinstance(system, str):
@@ -71,24 +55,6 @@ def message_texts(body: dict[str, Any]) -> list[tuple[str, bool]]:
         for block in content:
             parts.append((str(block.get("text", "")), "cache_control" in block))
     return parts
-
-
-def openai_usage(prefix: Prefix, bodies: list[dict[str, Any]], encoding: str) -> Usage:
-    """The first request reads nothing; each later one reads what it shares with the first,
-    in OpenAI's steps, when the prefix is cacheable."""
-    enc = get_encoding(encoding)
-    ids: list[np.ndarray[Any, np.dtype[np.uint32]]] = []
-    for body in bodies:
-        texts = [t for t, _ in message_texts(body)]
-        ids.append(np.concatenate([np.array(enc.encode_ordinary(t), np.uint32) for t in texts]))
-    first, total, read = ids[0], 0, 0
-    for k, tokens in enumerate(ids):
-        total += len(tokens)
-        if k and prefix.cache:
-            n = min(len(first), len(tokens))
-            differ = np.flatnonzero(first[:n] != tokens[:n])
-            read += openai_cached(int(differ[0]) if len(differ) else n)
-    return Usage(input_tokens=total - read, cache_read_tokens=read)
 
 
 def _split_at_marker(body: dict[str, Any]) -> tuple[list[str], list[str]]:
@@ -123,16 +89,74 @@ def claude_counter(choice: str = "auto") -> tuple[Callable[[str], int], int] | N
     return content, framing
 
 
+class AnthropicCounter:
+    """`RequestCounter` of Anthropic's Messages API, over the bodies `llm` would send.
+    `tokenizer` is CTXR_CLAUDE_TOKENIZER (auto, ctok, cl100k); `exact` asks count_tokens."""
+
+    def __init__(self, llm: LLM, *, tokenizer: str = "auto", exact: bool = False) -> None:
+        self._llm = llm
+        self.exact = exact
+        self.encoding = ENCODING
+        self._claude = None if exact else claude_counter(tokenizer)
+        self.label = "ctok" if self._claude is not None else ENCODING
+        if exact:
+            self.note = "exact (Anthropic count_tokens)"
+        elif self._claude is not None:
+            # Prompts are counted by ctok; document tokens stay cl100k, comparable across models.
+            self.note = "ctok's offline Claude counts (0.3% low on anthropic-codebase)"
+        else:
+            self.note = f"estimate: cl100k_base, may be ~{CLAUDE_UNDERCOUNT:.0%} low"
+
+    def notes(self) -> list[str]:
+        if self.exact:
+            return []
+        if self._claude is not None:
+            return [
+                "Claude tokens are ctok's offline reconstruction of Claude's tokenizer (0.3% "
+                "below Anthropic's billed count on anthropic-codebase's 737 prompts); --exact "
+                "asks Anthropic's free count_tokens endpoint"
+            ]
+        return [
+            "Claude tokens are tiktoken cl100k_base counts; Claude's tokenizer differs (on "
+            f"anthropic-codebase Anthropic's reported run billed {CLAUDE_UNDERCOUNT:.0%} more "
+            "prompt tokens than cl100k counts; not measured on your corpus); ctok counts "
+            "them offline (pip install 'ctxr[claude-tokens]', Python 3.12+), --exact asks "
+            "Anthropic's free count_tokens endpoint"
+        ]
+
+    def prompt_usages(self, groups: Sequence[PromptGroup]) -> list[Usage]:
+        # Every body rendered marked: the marker shows where the cacheable prefix ends;
+        # `cached` decides whether it is billed as cached (a run sends none below the minimum).
+        bodies = [
+            [self._llm.request_body(dataclasses.replace(r, cache=True)) for r in g.requests]
+            for g in groups
+        ]
+        usages = anthropic_usages(
+            [(g.cached, b) for g, b in zip(groups, bodies, strict=True)],
+            ENCODING,
+            self._llm.model if self.exact else None,
+            self._claude,
+        )
+        for k, group in enumerate(groups):
+            if group.cached and group.requests[0].cache_ttl == "1h":  # priced apart
+                written = usages[k].cache_write_tokens
+                usages[k] = dataclasses.replace(
+                    usages[k], cache_write_tokens=0, cache_write_1h_tokens=written
+                )
+        return usages
+
+
 def anthropic_usages(
-    work: list[tuple[Prefix, list[dict[str, Any]]]],
+    work: Sequence[tuple[bool, Sequence[dict[str, Any]]]],
     encoding: str,
     exact_model: str | None,
     claude: tuple[Callable[[str], int], int] | None = None,
 ) -> list[Usage]:
-    """Per prefix: the first request writes the prefix, the others read it; below the minimum
-    every request sends it as plain input. Counted with `claude` (`claude_counter`) or the
-    local `encoding`, or by `count_tokens` when `exact_model` is given; `count_tokens` and
-    `claude` also charge each request its message framing as input."""
+    """Per prefix (whether cached, its request bodies): the first request writes the prefix,
+    the others read it; below the minimum every request sends it as plain input. Counted with
+    `claude` (`claude_counter`) or the local `encoding`, or by `count_tokens` when
+    `exact_model` is given; `count_tokens` and `claude` also charge each request its message
+    framing as input."""
     heads = [_split_at_marker(bodies[0])[0] for _, bodies in work]
     hidden = [_hidden_prompt_tokens(bodies[0]) for _, bodies in work]
     rests = [[t for body in bodies for t in _split_at_marker(body)[1]] for _, bodies in work]
@@ -153,11 +177,11 @@ def anthropic_usages(
         sums = iter(n - framing for n in counted[1 + len(heads) :])
         rest_tokens = [sum(next(sums) for _ in range(0, len(r), COUNT_BATCH)) for r in rests]
     usages = []
-    for (prefix, bodies), head, rest, extra in zip(
+    for (cached, bodies), head, rest, extra in zip(
         work, head_tokens, rest_tokens, hidden, strict=True
     ):
         n, head = len(bodies), head + extra
-        if prefix.cache:
+        if cached:
             usage = Usage(rest + framing * n, head, head * (n - 1))
         else:
             usage = Usage(input_tokens=head * n + rest + framing * n)
