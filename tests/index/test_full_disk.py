@@ -76,11 +76,14 @@ def test_a_run_on_a_nearly_full_disk_stops_before_it_pays_or_writes(
 
 
 def test_a_sound_index_on_a_full_disk_is_never_called_damaged(
-    small_disk: Path, examples_index: BuiltIndex
+    small_disk: Path, examples_index: BuiltIndex, tmp_path: Path, in_repo_root: Path
 ) -> None:
+    # Built here, not the session's index (other tests load that one): never loaded since
+    # its build closed it, as after a user's `ctxr index`.
+    built = tmp_path / "built"
+    build_index(["examples"], load_settings(index_dir=built, cache_dir=examples_index.cache_dir))
     index_dir = small_disk / "idx"
-    subprocess.run(["cp", "-r", "--sparse=always", str(examples_index.index_dir), str(index_dir)],
-                   check=True)  # fmt: skip
+    subprocess.run(["cp", "-r", "--sparse=always", str(built), str(index_dir)], check=True)
     (index_dir / ".lock").unlink(missing_ok=True)
     env = {"CTXR_CACHE_DIR": str(examples_index.cache_dir)}
     # A freshly written shard's first load folds its journals into their trackers through
