@@ -29,6 +29,7 @@ def stats_response(service: SearchService, settings: Settings) -> StatsResponse:
             "max_batch": settings.api_max_batch,
             "max_candidates": settings.api_max_candidates,
             "max_body_bytes": settings.api_max_body_bytes,
+            "max_rerank_queries": settings.api_max_rerank_queries,
         },
         created_at=service.manifest.created_at,
         updated_at=service.manifest.updated_at,

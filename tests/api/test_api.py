@@ -184,6 +184,7 @@ class TestInProcess:
         assert body["backend"] == "edge"
         assert body["settings"]["dim"] == 384 and body["settings"]["embedder"].startswith("onnx:")
         assert body["search"]["max_k"] == 20 and body["search"]["fusion"] == "dbsf"
+        assert body["search"]["max_rerank_queries"] == 4  # what a client may batch with llm
         assert 0 <= body["age_seconds"] < 3600
         assert TOKEN not in json.dumps(body)
 
