@@ -118,13 +118,13 @@ class Settings(BaseSettings):
         "run's requests (outline contexts, asked again next run)",
     )
     llm_max_output_tokens: int = Field(200, ge=16, le=4096, description="per context")
-    # Grouped situating (ctxr.enrich.situate.group): several chunks of one document per request.
+    # Grouped situating (ctxr.enrich.situate.plan): several chunks of one document per request.
     # 64 by cost (bench/context_cost.py, docs/BENCHMARKS.md): most documents are then one
     # request, below the cache minimum as above it; 1 is Anthropic's published method.
     llm_group_size: int = Field(
         64, ge=1, le=64, description="chunks situated per LLM request; 1 = one request per chunk"
     )
-    # Packs (ctxr.enrich.situate.pack): small uncached documents share one grouped request.
+    # Packs (ctxr.enrich.situate.plan): small uncached documents share one grouped request.
     # 8,000 is chosen by cost, not tuned on queries: the per-request overhead is ~400 tokens, so
     # past 8k a pack saves under 5% more, and a request stays the size of one document of
     # Anthropic's guide, whose chunks a model situates well.

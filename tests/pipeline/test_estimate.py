@@ -16,8 +16,10 @@ from fakes.llm_wire import asked_ids, named_answer
 
 from ctxr.cli import main
 from ctxr.config import Settings, load_settings
-from ctxr.enrich.situate.prompt import SituateRequest, document_part
+from ctxr.enrich.situate.prompt import PROMPT_VERSION, SituateRequest, document_part
+from ctxr.enrich.situate.response_cache import ResponseCache, chunk_key
 from ctxr.errors import ConfigError
+from ctxr.index import components
 from ctxr.index.manifest import Manifest
 from ctxr.llm.anthropic_tokens import message_texts
 from ctxr.llm.base import Usage
@@ -25,6 +27,8 @@ from ctxr.llm.openai_tokens import openai_cached, prompt_texts
 from ctxr.llm.pricing import load_prices
 from ctxr.llm.registry import make_llm
 from ctxr.pipeline.build import build_index
+from ctxr.pipeline.chunking import default_chunker
+from ctxr.pipeline.collect import LoadTally, load_paths
 from ctxr.pipeline.estimate import estimate_paths
 from ctxr.pipeline.estimate_report import ModelEstimate
 from ctxr.tokens import count_tokens
@@ -304,6 +308,24 @@ def test_grouped_estimate_agrees_with_the_run(
     index = Manifest.load(tmp_path / "idx")
     assert len(index.documents) == len(list(corpus.iterdir()))
     assert _estimate(grouped, corpus, model).requests == 0  # an unchanged corpus sends nothing
+
+
+def test_an_answer_flagged_as_no_context_is_priced_as_still_to_ask(
+    tmp_path: Path, fake_llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    corpus, settings = _setup(tmp_path, fake_llm, monkeypatch, "openai", "gpt-4o-mini")
+    fresh = _estimate(settings, corpus, "gpt-4o-mini")
+    documents = list(load_paths([corpus], settings.max_file_bytes, LoadTally()))
+    split = default_chunker(settings, HashEmbedder())
+    # What older versions stored for an answer that was no context: the run asks again.
+    with ResponseCache(components.cache_dir(settings) / "contexts") as cache:
+        for document in documents:
+            for chunk in split(document):
+                key = chunk_key("openai", "gpt-4o-mini", PROMPT_VERSION, document.sha256, chunk)
+                cache.put(key, "the outline", flagged="too short")
+    again = _estimate(settings, corpus, "gpt-4o-mini")
+    assert again.chunks_answered == 0 and again.requests == fresh.requests > 0
+    assert again.usage == fresh.usage
 
 
 def _has_ctok() -> bool:
