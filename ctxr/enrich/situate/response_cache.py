@@ -6,10 +6,11 @@ answer it got before. The queue looks here before sending and writes right after
 response, so a run killed at any moment re-sends only what was never answered, and an
 unchanged corpus costs zero requests.
 
-Values are JSON text (no pickle): the context, and the flag when the model's answer was
-rejected twice (a rerun with the same model and prompt would pay for the same rejection).
-Provider failures are not stored: a rerun tries those chunks again. Nothing is evicted; a new
-prompt version or model simply stops reading the old entries.
+Values are JSON text (no pickle): the context, and a `flagged` field. Only accepted contexts
+are stored: an answer that is no context, and a provider failure, are not, so the next run
+asks again for those chunks (another model or a fixed server may answer). Entries that older
+versions stored with a flag are read back with it, and the planner treats them as unanswered.
+Nothing is evicted; a new prompt version or model simply stops reading the old entries.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from ctxr.types import Chunk, text_hash
 @dataclass(frozen=True, slots=True)
 class CachedContext:
     context: str
-    flagged: str | None = None  # set when the answer was rejected and the outline used instead
+    flagged: str | None = None  # only in entries older versions stored: not an answer
 
 
 def cache_key(
