@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ctxr.disk import refusal, storage_error
 from ctxr.errors import IndexError_, IndexMismatchError, IndexNotFoundError
 
 FORMAT_VERSION = 1
@@ -101,8 +102,17 @@ class Manifest:
         }
         path = index_dir / MANIFEST_NAME
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(body, indent=1, ensure_ascii=False), encoding="utf-8")
-        os.replace(tmp, path)  # atomic: a crash leaves the old manifest or the new one
+        try:
+            tmp.write_text(json.dumps(body, indent=1, ensure_ascii=False), encoding="utf-8")
+            os.replace(tmp, path)  # atomic: a crash leaves the old manifest or the new one
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)
+            kind = refusal(exc)
+            if kind is None:
+                raise
+            # The old manifest stands, matching the points it records; the points written
+            # after it are cleared by the next run, their vectors read from the cache.
+            raise storage_error(index_dir, "index manifest", kind, detail=str(exc)) from exc
 
     @classmethod
     def load(cls, index_dir: Path) -> Manifest:

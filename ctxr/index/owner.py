@@ -49,10 +49,14 @@ def announce(index_dir: Path, owner: Owner) -> None:
     """Write the owner file atomically, mode 0600: its token is as private as the index."""
     path = index_dir / OWNER_NAME
     tmp = path.with_name(f".{OWNER_NAME}.{owner.pid}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        json.dump(asdict(owner), handle, indent=1)
-    os.replace(tmp, path)
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(asdict(owner), handle, indent=1)
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)  # a full disk leaves no half-written file behind
+        raise
 
 
 def withdraw(index_dir: Path, owner: Owner) -> None:

@@ -24,6 +24,7 @@ from fakes.llm_server import FakeLLMServer
 from ctxr.config import load_settings
 from ctxr.disk import free_bytes
 from ctxr.errors import StorageError
+from ctxr.index.manifest import MANIFEST_NAME, Manifest
 from ctxr.index.store import seal
 from ctxr.pipeline.build import build_index
 
@@ -138,3 +139,18 @@ def test_the_check_before_a_run_names_the_space_free_and_needed(
     with pytest.raises(StorageError, match="not enough space"):
         build_index(["examples/docs"], again)
     assert len(fake_llm_env.requests) == asked  # the new documents were not asked about
+
+
+def test_a_manifest_that_cannot_be_saved_names_the_disk_and_the_old_one_stands(
+    small_disk: Path, examples_index: BuiltIndex
+) -> None:
+    index_dir = small_disk / "idx"
+    index_dir.mkdir()
+    manifest = Manifest.load(examples_index.index_dir)
+    manifest.save(index_dir)
+    before = (index_dir / MANIFEST_NAME).read_bytes()
+    _fill(small_disk, 0)
+    with pytest.raises(StorageError, match=r"the disk holding the index manifest .* is full"):
+        manifest.save(index_dir)
+    assert (index_dir / MANIFEST_NAME).read_bytes() == before  # atomic: the old one stands
+    assert not list(index_dir.glob("*.tmp"))
