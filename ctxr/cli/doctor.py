@@ -21,7 +21,8 @@ DAMAGED = 1  # exit status when damage was found and left as it is
 def doctor_command(index_dir: Path | None, repair: bool, as_json: bool) -> None:
     """Read every point of the index back and compare it with the manifest.
 
-    Exit status: 0 sound (or repaired); 1 damaged, not repaired; 2 an error (no index, in use).
+    Exit status: 0 sound (or repaired); 1 damaged, not repaired; 2 an error (no index, in use,
+    a disk that is full or read-only: that is not damage, and nothing is set aside).
     After a repair, `ctxr index` the same paths again: only what was dropped is redone, with
     contexts and embeddings from the caches."""
     from rich.console import Console
