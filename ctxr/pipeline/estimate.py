@@ -58,10 +58,11 @@ CONTEXTS_DIR = "contexts"  # the response cache under the index's cache dir (con
 
 
 def default_model(settings: Settings) -> str:
-    """The model a real run would use; Anthropic's default when no provider is configured."""
+    """The model a real run would use; the first registered provider's default (Anthropic's)
+    when no provider is configured."""
     if settings.llm_model:
         return settings.llm_model
-    return DEFAULT_MODELS[choose_provider(settings.llm_provider) or "anthropic"]
+    return DEFAULT_MODELS[choose_provider(settings.llm_provider) or PROVIDERS[0]]
 
 
 def estimate_paths(paths: Sequence[str | Path], settings: Settings, **options: Any) -> Estimate:
