@@ -1,7 +1,7 @@
-"""Cross-validated choice of the code-set constants (issue 18): chunk floor, prefix share,
+"""Cross-validated choice of the code-set constants: chunk floor, prefix share,
 BM25 k1/b and the DBSF weight of BM25, on anthropic-codebase with ctxr's own chunks.
 
-Every constant this issue tunes is chosen here, never on the queries it is scored on: the
+Every constant tuned on the code set is chosen here, never on the queries it is scored on: the
 248 queries are shuffled once (``--seed``) into ``--folds`` folds; for each fold the
 combination with the best mean of Pass@5, @10 and @20 over the *other* folds is picked and
 scored on the held-out fold. The figure reported is the held-out folds' mean (every query

@@ -1,4 +1,4 @@
-"""Enrichment of the anthropic-codebase documents against the fake LLM server (issue 4).
+"""Enrichment of the anthropic-codebase documents against the fake LLM server.
 
 The 90 documents of ``../shared/data/anthropic-codebase`` with their own 737 chunks are
 situated by the real provider classes (`AnthropicLLM`, or `OpenAILLM` with

@@ -15,7 +15,7 @@ Build the index once with the eval (it names the directory), then point this at 
     python bench/fusion_window.py --data ../shared/data/scifact --split train \\
         --index /tmp/evalidx/scifact-ours200-none-bm25-1.2-0.75-doc1024
 
-Figures: docs/EVALUATION.md ("SciFact: DBSF's normalisation window").
+Figures: docs/explanation/evaluation.md ("SciFact: DBSF's normalisation window").
 """
 
 from __future__ import annotations

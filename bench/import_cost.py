@@ -3,7 +3,7 @@
 Each import runs in a fresh interpreter, rounds interleaved so machine load hits all alike;
 the median of `--rounds` is reported, with each as a multiple of a bare interpreter's start
 and of `import ctxr.retrieve.service` (what a search already loads). The load average is
-printed with the figures. Install sizes come from `pip` (see docs/DEPENDENCIES.md).
+printed with the figures. Install sizes come from `pip` (see docs/explanation/dependencies.md).
 
     python bench/import_cost.py --rounds 5
 """

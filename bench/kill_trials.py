@@ -1,4 +1,4 @@
-"""`kill -9` of `ctxr index` while it writes, then `ctxr doctor` and `ctxr search` (issue 14).
+"""`kill -9` of `ctxr index` while it writes, then `ctxr doctor` and `ctxr search`.
 
 The corpus is `examples/` plus a 3,000-row table and 150 KB of prose (from `large_files.py`).
 Each trial adds a new 3,000-row table (new text, so there is new embedding work to kill),

@@ -1,4 +1,4 @@
-"""Chunk sizes by language, with and without language budgets (issue 18), through `ctxr split`'s
+"""Chunk sizes by language, with and without language budgets, through `ctxr split`'s
 own chunker (`default_chunker`: kind budget, language scaling, the embedder's cap).
 
 For each language a plain-text document of the same passages is split at the default budget

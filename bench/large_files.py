@@ -1,8 +1,8 @@
 """Large and pathological files: time and peak RSS per MB against plain prose of the same size.
 
-Issue 14 found a 50k-row Markdown table (2.3 MB) running 22 minutes and 1.6 GB in `ctxr index`
-with nothing saved along the way, 100k nested `<div>`s taking 97 s to split, and a 200 MB text
-file not finishing in 300 s. This measures the shapes side by side, each in its own process
+An attack on `ctxr index` found a 50k-row Markdown table (2.3 MB) running 22 minutes and
+1.6 GB with nothing saved along the way, 100k nested `<div>`s taking 97 s to split, and a 200 MB
+text file not finishing in 300 s. This measures the shapes side by side, each in its own process
 (peak RSS is that process's `ru_maxrss`), in two parts:
 
 1. prepare: load, split with the run's chunker (capped to MiniLM's tokenizer, as `ctxr index`

@@ -1,7 +1,7 @@
-"""Which parts of the outline context help on code (issue 18): the code set, ctxr's chunks.
+"""Which parts of the outline context help on code: the code set, ctxr's chunks.
 
-The outline says ``From <source>, section: <symbol path>.`` (``full``, ctxr's outline since
-session 6); until then it added ``, <language> source`` (``with-language``). Each variant
+The outline says ``From <source>, section: <symbol path>.`` (``full``, ctxr's outline
+``outline/2``); ``outline/1`` added ``, <language> source`` (``with-language``). Each variant
 below adds or leaves out parts (``none`` leaves the whole context out) and indexes
 anthropic-codebase with the defaults otherwise (floor 1/4, prefix 1/16, BM25 1.2 / 0.75, DBSF
 at equal weights), through `code_cv.build_rankings`, so every variant is scored exactly as the

@@ -1,4 +1,4 @@
-"""Splitting throughput: ctxr's structure-aware splitter against chonkie and langchain (issue 3).
+"""Splitting throughput: ctxr's structure-aware splitter against chonkie and langchain.
 
 The same corpus goes through every splitter, with the same budget: 512 tokens counted with
 tiktoken ``cl100k_base``, no overlap.

@@ -86,7 +86,7 @@ def test_recipes_are_pinned_so_existing_indexes_stay_current(
 ) -> None:
     # Every indexed document records its recipe; a change here re-indexes every user's corpus.
     # These values were computed before the layout changed and must never move with the code.
-    # The outline ones moved once, on purpose: outline/2 (session 6) stopped naming a code
+    # The outline ones moved once, on purpose: outline/2 stopped naming a code
     # file's language, measured better on the code set, so outline indexes re-embed once.
     from ctxr.enrich.situate.contexts import ContextPlan
     from ctxr.pipeline.recipe import document_recipe

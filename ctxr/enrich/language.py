@@ -3,8 +3,8 @@
 py3langid (BSD-3, numpy only, its naive-Bayes model shipped in the wheel as ``model.npz.xz``,
 no pickle, 140 labels) classifies up to ``WINDOWS`` evenly spaced windows of ``WINDOW_CHARS``
 characters, so a long document costs what a short one does and a document in two languages is
-seen as both (docs/DEPENDENCIES.md has the measured choice). A window counts only when the
-model's calibrated probability reaches ``MIN_CONFIDENCE``; markup, numbers, code and a few
+seen as both (docs/explanation/dependencies.md has the measured choice). A window counts only when
+the model's calibrated probability reaches ``MIN_CONFIDENCE``; markup, numbers, code and a few
 words rarely do, and so detection fails into "unknown", never into a wrong language.
 
 The model loads once per process (about 0.8 s), when the first prose document is split; each

@@ -11,7 +11,7 @@
 - BEIR: a document is indexed as title + blank line + text (Anserini's "flat" fields); the
   hits become a ranking of distinct documents, each at its best chunk (``document_ranks``).
   BEIR scores a run of document -> score, one entry per document, so a second chunk of a
-  document takes no place in the ranking (before session 7 it did: see docs/EVALUATION.md).
+  document takes no place in the ranking (docs/explanation/evaluation.md has the measured effect).
 """
 
 from __future__ import annotations

@@ -141,7 +141,7 @@ def table(result: EvalResult) -> Table:
 
 
 def to_markdown(result: EvalResult) -> str:
-    """The same table as GitHub Markdown, for docs/EVALUATION.md."""
+    """The same table as GitHub Markdown, for docs/explanation/evaluation.md."""
     header, body = _rows(result)
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(c.replace("\n", "<br>") for c in cells) + " |" for cells in body]

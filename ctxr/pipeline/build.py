@@ -273,7 +273,7 @@ def _optimize(store: Store, settings: Settings, report: IndexReport, progress: P
     threshold Qdrant's optimizer decides what to build: it indexes only segments past its own
     indexing threshold, so a small incremental run costs microseconds here (measured at 100k:
     30-60 us when nothing is due, 6.5 s when 8,000 new points crossed the threshold, 20-40 s
-    for a 100k bulk load; docs/BENCHMARKS.md).
+    for a 100k bulk load; docs/explanation/benchmarks.md).
     """
     changed = report.chunks_written or report.documents_removed
     if not changed or report.points_total < settings.optimize_min_points:

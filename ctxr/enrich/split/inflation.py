@@ -14,8 +14,8 @@ FLORES-200 dev + devtest, measured with ``bench/language_inflation.py --flores``
 cl100k_base it matches the premiums Petrov et al. published ("Language Model Tokenizers
 Introduce Unfairness Between Languages", NeurIPS 2023) within 0.03 on the issue's eleven
 languages; UDHR Articles 1-3 (tests/data/languages) give figures within ~15% of these.
-docs/EVALUATION.md has the table beside both. Chinese is Simplified; Serbian (two scripts
-under one label) and languages not listed keep the plain budget, as do other encodings.
+docs/explanation/evaluation.md has the table beside both. Chinese is Simplified; Serbian (two
+scripts under one label) and languages not listed keep the plain budget, as do other encodings.
 
 A document whose sampled windows are in several languages gets the inflation of the whole
 sample: its tokens over what the same meaning costs in English (each window's tokens divided

@@ -12,8 +12,8 @@ a third ranking (documents) joins the dense and chunk BM25 rankings at query tim
 Only prose documents of at most `max_tokens` tiktoken tokens get one (`CTXR_DOC_BM25_TOKENS`,
 1,024 chosen on SciFact's train queries): a long document is many topics, one bag of its words
 says little, and the chunk rankings already find its parts. Code gets none: on the
-anthropic-codebase set the third ranking cost 3.8 Pass@5 points (docs/EVALUATION.md), a file
-being a set of definitions looked up one at a time rather than one argument.
+anthropic-codebase set the third ranking cost 3.8 Pass@5 points (docs/explanation/evaluation.md), a
+file being a set of definitions looked up one at a time rather than one argument.
 """
 
 from __future__ import annotations

