@@ -37,6 +37,7 @@ from starlette.types import ASGIApp
 
 from ctxr.api.guard import Guard
 from ctxr.api.hosts import HostPolicy
+from ctxr.api.mcp_strict import StrictTools
 from ctxr.api.models import DocumentResponse
 from ctxr.api.stats import stats_response
 from ctxr.config import Settings
@@ -141,9 +142,9 @@ def create_server(settings: Settings, holder: IndexHolder | None = None) -> MCPS
         Field(min_length=1, max_length=settings.api_max_query_chars, pattern=r"\S",
               description="what to look for: a question, keywords or an identifier"),
     ]  # fmt: skip
-    server = MCPServer("ctxr", instructions=INSTRUCTIONS, version=_version())
+    strict = StrictTools()  # unknown arguments refused, refusals in words, read-only hints
 
-    @server.tool(description=SEARCH_DOC)
+    @strict.tool("Search the index", SEARCH_DOC)
     def search(
         query: query_text,
         k: Annotated[int, Field(ge=1, le=settings.api_max_k, description="hits wanted")] = 8,
@@ -162,7 +163,7 @@ def create_server(settings: Settings, holder: IndexHolder | None = None) -> MCPS
             raise ToolError(str(exc)) from None
         return hits_result(query, hits, Asked(mode, settings.fusion, k, merge))
 
-    @server.tool(description=DOCUMENT_DOC)
+    @strict.tool("Read a document", DOCUMENT_DOC)
     def get_document(
         doc_id: Annotated[str, Field(min_length=1, description="a hit's doc_id")],
         first_chunk: Annotated[int, Field(ge=0, description="index of the first chunk")] = 0,
@@ -172,6 +173,12 @@ def create_server(settings: Settings, holder: IndexHolder | None = None) -> MCPS
         if found is None:
             raise ToolError(_unknown(doc_id))
         chunks = found["chunks"]
+        if first_chunk >= len(chunks) > 0:  # an empty page would read as an empty document
+            raise ToolError(
+                f"first_chunk {first_chunk} is past the end of {_shown(doc_id)!r}, which has "
+                f"{len(chunks)} chunks (0 to {len(chunks) - 1}); start from 0, or pass the "
+                "previous page's next_chunk"
+            )
         page = chunks[first_chunk : first_chunk + max_chunks]
         after = first_chunk + len(page)
         return DocumentPage.model_validate(
@@ -179,7 +186,7 @@ def create_server(settings: Settings, holder: IndexHolder | None = None) -> MCPS
              "next_chunk": after if after < len(chunks) else None}
         )  # fmt: skip
 
-    @server.tool(description=PASSAGE_DOC)
+    @strict.tool("Read the text around a hit", PASSAGE_DOC)
     def get_passage(
         doc_id: Annotated[str, Field(min_length=1, description="a hit's doc_id")],
         start: Annotated[int, Field(ge=0, description="a hit's start offset")],
@@ -199,6 +206,8 @@ def create_server(settings: Settings, holder: IndexHolder | None = None) -> MCPS
             )
         source = str(found.pop("source", doc_id))
         return Passage.model_validate({"doc_id": doc_id, "source": source, **found})
+
+    server = MCPServer("ctxr", instructions=INSTRUCTIONS, version=_version(), tools=strict.tools)
 
     @server.resource(
         STATS_URI,
@@ -222,8 +231,12 @@ def _call(work: Any) -> Any:
 
 
 def _unknown(doc_id: str) -> str:
-    shown = doc_id if len(doc_id) <= 200 else doc_id[:200] + "..."
+    shown = _shown(doc_id)
     return f"no document {shown!r} in the index; use a search hit's doc_id (its source path)"
+
+
+def _shown(doc_id: str) -> str:
+    return doc_id if len(doc_id) <= 200 else doc_id[:200] + "..."
 
 
 def http_app(settings: Settings, server: MCPServer, host: str) -> ASGIApp:

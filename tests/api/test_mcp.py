@@ -21,6 +21,7 @@ import httpx
 import pytest
 from click.testing import CliRunner
 from conftest import ROOT, BuiltIndex
+from pydantic import TypeAdapter
 
 mcp = pytest.importorskip("mcp", reason="the MCP SDK is not installed: pip install 'ctxr[mcp]'")
 
@@ -38,7 +39,7 @@ from ctxr.retrieve.service import SearchService  # noqa: E402
 
 TOKEN = "mcp-test-token"
 QUERY = "fix LUM-E310 migration lock held"
-HIT_FIELDS = set(HitRecord.model_fields)
+HIT_FIELDS = set(TypeAdapter(HitRecord).json_schema()["properties"])
 # A ClientSession (stdio, HTTP) or the SDK's in-process Client: both have the calls used here.
 Session = Callable[[Any], Awaitable[None]]
 
@@ -78,6 +79,14 @@ async def _search_checks(session: ClientSession, index: BuiltIndex) -> None:
     schema = tools["search"].input_schema
     assert schema["required"] == ["query"]
     assert set(schema["properties"]) == {"query", "k", "mode", "filters", "merge"}
+    for tool in tools.values():  # strict, and said to only read this machine's index
+        assert tool.input_schema["additionalProperties"] is False, tool.name
+        hints = tool.annotations
+        assert hints is not None and hints.read_only_hint is True, tool.name
+        assert hints.open_world_hint is False and hints.destructive_hint is False
+        assert tool.title and hints.title == tool.title
+    unknown = await session.call_tool("search", {"query": QUERY, "colour": "red"})
+    assert unknown.is_error and "`colour` is not an argument of search" in _text(unknown)
 
     result = await session.call_tool("search", {"query": QUERY, "k": 3})
     assert not result.is_error, _text(result)
@@ -113,6 +122,7 @@ def _settings(index: BuiltIndex, **overrides: Any) -> Settings:
         ({"query": QUERY, "mode": "fuzzy"}, "mode"),
         ({"query": QUERY, "filters": {"colour": "red"}}, "filters"),
         ({"query": QUERY, "k": "many"}, "k"),
+        ({"query": QUERY, "top_k": 3}, "top_k"),
     ],
 )
 def test_bad_arguments_are_tool_errors_naming_the_field(
@@ -121,8 +131,10 @@ def test_bad_arguments_are_tool_errors_naming_the_field(
     async def body(session: ClientSession) -> None:
         result = await session.call_tool("search", arguments)
         assert result.is_error
-        lines = _text(result).splitlines()
-        assert field in lines, lines  # pydantic names the field on a line of its own
+        text = _text(result)
+        # One sentence naming the field, not pydantic's report and its link to its own docs.
+        assert f"`{field}`" in text and text.endswith("call search again."), text
+        assert "pydantic" not in text and "\n" not in text and "[type=" not in text, text
         after = await session.call_tool("search", {"query": QUERY, "k": 1})  # still serving
         assert not after.is_error
 
@@ -179,6 +191,13 @@ async def _document_and_passage_checks(session: ClientSession) -> None:
     )
     assert rest.structured_content["next_chunk"] is None
     assert len(rest.structured_content["chunks"]) == doc["total_chunks"] - 2
+    total = doc["total_chunks"]
+    for past in (total, 999):  # past the last chunk: an error with the count, not an empty page
+        beyond = await session.call_tool(
+            "get_document", {"doc_id": hit["doc_id"], "first_chunk": past}
+        )
+        assert beyond.is_error, beyond.structured_content
+        assert f"has {total} chunks" in _text(beyond) and f"0 to {total - 1}" in _text(beyond)
 
     passage = await session.call_tool(
         "get_passage",
@@ -270,7 +289,7 @@ class TestHttp:
         async def body(session: ClientSession) -> None:
             await _search_checks(session, examples_index)
             bad = await session.call_tool("get_passage", {"doc_id": "x", "start": -1, "end": 3})
-            assert bad.is_error and "start" in _text(bad).splitlines()
+            assert bad.is_error and "`start` should be greater than or equal to 0" in _text(bad)
 
         _run_http(mcp_url, TOKEN, body)
 
