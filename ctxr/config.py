@@ -106,8 +106,19 @@ class Settings(BaseSettings):
     llm_requests_per_minute: float | None = Field(None, gt=0)
     llm_input_tokens_per_minute: float | None = Field(None, gt=0)
     llm_output_tokens_per_minute: float | None = Field(None, gt=0)
+    # Unset, a local base URL gets ctxr.llm.local.LOCAL_TIMEOUT_SECONDS (600, measured on a CPU).
     llm_timeout: float = Field(
-        60.0, gt=0, description="seconds per LLM request, answer included (a deadline)"
+        60.0,
+        gt=0,
+        description="seconds per LLM request, answer included (a deadline); unset: 600 for a "
+        "local base URL",
+    )
+    # Where the server does not say it (ctxr.llm.server_limits): requests are sized to fit.
+    llm_context_tokens: int | None = Field(
+        None,
+        ge=512,
+        description="context window of one LLM request (prompt + answer); default: what the "
+        "server reports (llama.cpp, vLLM, Ollama, LM Studio)",
     )
     # 60 s: per-minute limits refill within a minute, so a provider asking for longer means a
     # quota or an outage that waiting inside a run does not repair (ctxr.enrich.situate.sender).

@@ -15,6 +15,7 @@ CtxrError
 ├── EmbedderError          the embedding model cannot be loaded or run
 ├── DatasetError           an evaluation data set is missing or malformed
 ├── ProviderError          an LLM or embedding provider call failed; says if a retry can help
+│   └── ContextLengthError the request is longer than the server's context window
 └── RerankError            a reranker gave no order; the search returns the fused one, flagged
 """
 
@@ -112,6 +113,25 @@ class ProviderError(CtxrError):
         self.status = status
         self.timed_out = timed_out  # no answer within the client's timeout
         self.connection = connection  # the connection failed or timed out (no HTTP status)
+
+
+class ContextLengthError(ProviderError):
+    """The server refused a request longer than its context window (llama.cpp's
+    `exceed_context_size_error`, vLLM's and OpenAI's "maximum context length"). The same
+    request fails again; a smaller one may not, so the situating queue splits it. `window` and
+    `prompt_tokens` are the server's figures, when it said them."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = 400,
+        window: int | None = None,
+        prompt_tokens: int | None = None,
+    ) -> None:
+        super().__init__(message, retryable=False, status=status)
+        self.window = window
+        self.prompt_tokens = prompt_tokens
 
 
 class RerankError(CtxrError):

@@ -8,11 +8,12 @@ messages.
 from __future__ import annotations
 
 import email.utils
+import re
 import time
 from collections.abc import Mapping
 from urllib.parse import urlsplit, urlunsplit
 
-from ctxr.errors import ProviderError
+from ctxr.errors import ContextLengthError, ProviderError
 
 
 def parse_retry_after(headers: Mapping[str, str], now: float | None = None) -> float | None:
@@ -67,6 +68,7 @@ def status_error(
     status: int,
     headers: Mapping[str, str],
     detail: str,
+    body: object = None,
 ) -> ProviderError:
     """Map an HTTP error status to a `ProviderError`: 408, 409, 429 and 5xx (529 included)
     may succeed later; every other 4xx will fail the same way again."""
@@ -85,6 +87,8 @@ def status_error(
         wait = f", retry after {retry_after:g}s" if retry_after is not None else ""
         message = f"{name} rate limit reached (HTTP 429{wait}): {detail}"
         return ProviderError(message, retryable=True, retry_after=retry_after, status=status)
+    if status in (400, 413) and (too_long := context_length(detail, body)) is not None:
+        return too_long
     retryable = status in (408, 409) or status >= 500
     kind = "overloaded" if status == 529 else "server error" if status >= 500 else "request error"
     return ProviderError(
@@ -93,6 +97,56 @@ def status_error(
         retry_after=retry_after if retryable else None,
         status=status,
     )
+
+
+# What servers say when a request is longer than their window: llama.cpp "request (8588
+# tokens) exceeds the available context size (4096 tokens)", vLLM and OpenAI "This model's
+# maximum context length is 4096 tokens. However, you requested 5000 tokens", LM Studio "the
+# model is loaded with context length of only 4096 tokens".
+_CONTEXT_WORDS = re.compile(
+    r"context[ _](?:size|length|window)|context_length_exceeded|exceed_context_size", re.I
+)
+_WINDOW_FIGURES = (
+    re.compile(r"available context size \((\d+) tokens\)", re.I),
+    re.compile(r"maximum context length is (\d+)", re.I),
+    re.compile(r"context length of only (\d+)", re.I),
+)
+_PROMPT_FIGURES = (
+    re.compile(r"request \((\d+) tokens\)", re.I),
+    re.compile(r"(?:you requested|request has|resulted in) (\d+)", re.I),
+)
+CONTEXT_SETTINGS = (
+    "start the server with a larger window (llama.cpp -c N with fewer --parallel slots, vLLM "
+    "--max-model-len, Ollama num_ctx or OLLAMA_CONTEXT_LENGTH, LM Studio's context length), "
+    "or set CTXR_LLM_CONTEXT_TOKENS to the window each request has, or lower "
+    "CTXR_MAX_DOCUMENT_TOKENS"
+)
+
+
+def context_length(detail: str, body: object = None) -> ContextLengthError | None:
+    """A refusal for a request longer than the server's window, with the server's figures
+    where it gave them; None for any other refusal."""
+    error = body.get("error", body) if isinstance(body, dict) else None
+    fields = error if isinstance(error, dict) else {}
+    code = " ".join(str(fields.get(k, "")) for k in ("code", "type"))
+    if not _CONTEXT_WORDS.search(f"{detail} {code}"):
+        return None
+
+    def figure(patterns: tuple[re.Pattern[str], ...], key: str) -> int | None:
+        if isinstance(fields.get(key), int):
+            return int(fields[key])
+        for pattern in patterns:
+            if (found := pattern.search(detail)) is not None:
+                return int(found.group(1))
+        return None
+
+    window = figure(_WINDOW_FIGURES, "n_ctx")
+    prompt = figure(_PROMPT_FIGURES, "n_prompt_tokens")
+    message = (
+        f"the request is longer than the server's context window ({detail}); to fit, "
+        f"{CONTEXT_SETTINGS}"
+    )
+    return ContextLengthError(message, window=window, prompt_tokens=prompt)
 
 
 def body_message(body: object) -> str | None:

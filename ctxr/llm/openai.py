@@ -209,6 +209,7 @@ class OpenAILLM:
             status=exc.status_code,
             headers=exc.response.headers,
             detail=error_map.short(error_map.redact(str(detail), self._client.api_key)),
+            body=exc.body,
         )
 
     # -- the Batch API (ctxr.llm.batch.BatchLLM) -----------------------------------------------

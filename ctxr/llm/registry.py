@@ -93,6 +93,16 @@ def detect_provider(env: Mapping[str, str]) -> str | None:
     return None
 
 
+def configured_base_url(provider: str, env: Mapping[str, str] | None = None) -> str | None:
+    """The base URL `provider` is pointed at by its `*_BASE_URL` variable (what its SDK reads),
+    or None for the provider's own API."""
+    env = os.environ if env is None else env
+    for name in entry(provider).env:
+        if name.endswith("_BASE_URL") and env.get(name):
+            return env[name]
+    return None
+
+
 def _make(
     provider: str,
     model: str | None,

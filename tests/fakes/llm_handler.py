@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
 
+from fakes import llm_window
 from fakes.llm_batches import BATCH_PATHS
 from fakes.llm_cache import AnthropicPlan, OpenAIPlan
 from fakes.llm_embeddings import embed
@@ -138,6 +139,12 @@ def handle_post(h: BaseHTTPRequestHandler, fake: FakeLLMServer) -> None:
     route = ROUTES.get(path) if h.command == "POST" else None
     endpoint, provider = route or (path, guess)
     record, body = fake._arrive(endpoint, provider, raw)
+    said = llm_window.info(fake.server_kind, h.command, path, body, fake.context_window,
+                           fake.output_limit)  # fmt: skip
+    if said is not None:  # where a local server says its window (fakes.llm_window)
+        fake._finish(record, said[0], None)
+        _send(h, provider, *said)
+        return
     if route is None:
         _error(h, fake, record, "404", f"{h.command} {path}: no such endpoint in the fake")
         return
@@ -181,6 +188,15 @@ def handle_post(h: BaseHTTPRequestHandler, fake: FakeLLMServer) -> None:
     if not isinstance(body, dict):
         _error(h, fake, record, "400", "the request body must be a JSON object", fault=kind)
         return
+    if endpoint == "chat.completions" and fake.context_window is not None:
+        prompt = count_request_tokens(body, provider)
+        answer = body.get("max_tokens", body.get("max_completion_tokens"))
+        asked = prompt + (answer if isinstance(answer, int) else 0)
+        if (asked if fake.window_counts_output else prompt) > fake.context_window:
+            fake._finish(record, 400, "context_length")
+            refused = llm_window.refusal(fake.server_kind, prompt, asked, fake.context_window)
+            _send(h, provider, 400, refused)
+            return
     try:
         if endpoint == "count_tokens":
             payload = json.dumps({"input_tokens": count_request_tokens(body, "anthropic")}).encode()

@@ -43,6 +43,7 @@ from fakes.llm_faults import (
     RateLimiter,
 )
 from fakes.llm_handler import handle_post
+from fakes.llm_window import ServerKind
 from fakes.llm_wire import (
     ANTHROPIC_MIN_CACHEABLE,
     Provider,
@@ -89,6 +90,9 @@ class FakeLLMServer:
     ``rpm_limit`` / ``rpm_burst``: a server-side token bucket answering 429 when empty.
     ``api_key``: when set, a request without it (``x-api-key`` or a bearer token) gets a 401
     that echoes a part of the key sent, as OpenAI's does.
+    ``context_window`` / ``server_kind`` / ``output_limit`` / ``window_counts_output``: a local
+    server's window (`fakes.llm_window`): chat requests past it get a 400 in that server's
+    words, and its info endpoint says it.
     ``embedding_scale``: embeddings are multiplied by it (not 1: a server that does not
     normalise). ``latency``, ``respond``, ``min_cacheable`` and ``embedding_scale`` may be
     changed between requests. A stopped
@@ -119,6 +123,10 @@ class FakeLLMServer:
         batch_api: bool = True,
         drip_interval_s: float = 0.05,
         huge_bytes: int = 10_000_000,
+        context_window: int | None = None,
+        server_kind: ServerKind | None = None,
+        output_limit: int | None = None,
+        window_counts_output: bool = False,
     ) -> None:
         self.latency, self.keep_bodies, self.api_key = latency, keep_bodies, api_key
         # An OpenAI-compatible server without structured outputs: 400 for `response_format`.
@@ -143,6 +151,10 @@ class FakeLLMServer:
         self.batches = FakeBatches(self, batch_delay_s, batch_max_requests, seed)
         self.batch_api = batch_api  # False: a server without batch endpoints (404s)
         self.drip_interval_s, self.huge_bytes = drip_interval_s, huge_bytes  # "drip", "huge"
+        # A local server's window (fakes.llm_window): requests past it are refused, and the
+        # server of `server_kind` says it where that server does.
+        self.context_window, self.server_kind = context_window, server_kind
+        self.output_limit, self.window_counts_output = output_limit, window_counts_output
 
     # lifecycle ---------------------------------------------------------------------------
     def start(self) -> FakeLLMServer:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from pathlib import Path
 from ctxr.config import Settings
 from ctxr.enrich.situate.batch import BatchOptions
 from ctxr.enrich.situate.batch_journal import JOURNAL_DIR
+from ctxr.enrich.situate.fit import Fit
 from ctxr.enrich.situate.group import GROUP_PROMPT_VERSION
 from ctxr.enrich.situate.ledger import Ledger, LedgerSummary, ledger_path
 from ctxr.enrich.situate.outline import OUTLINE_VERSION, situate
@@ -27,9 +29,17 @@ from ctxr.enrich.situate.queue import situate_documents
 from ctxr.enrich.situate.response_cache import ResponseCache
 from ctxr.enrich.situate.results import SituateResult
 from ctxr.errors import ConfigError
+from ctxr.llm.local import LOCAL_TIMEOUT_SECONDS, is_local_url
 from ctxr.llm.pricing import load_prices
 from ctxr.llm.ratelimit import RateLimits
-from ctxr.llm.registry import DEFAULT_MODELS, cache_reads_count, choose_provider, make_llm
+from ctxr.llm.registry import (
+    DEFAULT_MODELS,
+    cache_reads_count,
+    choose_provider,
+    configured_base_url,
+    make_llm,
+)
+from ctxr.llm.server_limits import discover
 from ctxr.progress import Progress
 from ctxr.types import Chunk, ContextKind, ContextualChunk, Document
 
@@ -99,19 +109,32 @@ def situate_all(
         kind: ContextKind = plan.kind
         return ContextRun({d.doc_id: situate(d, chunks, kind) for d, chunks in pairs})
     assert plan.provider is not None and plan.model is not None
+    base_url = configured_base_url(plan.provider)
+    local = is_local_url(base_url)
+    timeout = settings.llm_timeout
+    if local and "llm_timeout" not in settings.model_fields_set:
+        timeout = LOCAL_TIMEOUT_SECONDS  # a CPU server takes minutes where an API takes seconds
     llm = make_llm(
         plan.provider,
         plan.model,
-        timeout=settings.llm_timeout,
+        timeout=timeout,
         max_output_tokens=settings.llm_max_output_tokens,
     )
+    fit = _server_fit(plan.provider, plan.model, base_url, settings, progress)
     prices = load_prices(settings.prices_file)
     cost: Callable[..., float] | None = None
     try:
         prices.get(plan.model)
         cost = functools.partial(prices.cost, plan.model, batch=settings.llm_batch)
     except ConfigError as exc:
-        progress.note(f"dollars are not counted: {exc}")
+        if local:  # a server of the user's own bills nothing: one line, not the price table
+            cost = _free
+            progress.note(
+                f"priced at $0: {plan.model} is served locally ({llm_url(llm)}); "
+                "CTXR_PRICES_FILE gives it a price"
+            )
+        else:
+            progress.note(f"dollars are not counted: {exc}")
     ledger = Ledger(ledger_path(index_dir), cost=cost)
     limits = RateLimits(
         requests_per_minute=settings.llm_requests_per_minute,
@@ -130,7 +153,7 @@ def situate_all(
         batch = BatchOptions(journal_dir=index_dir / JOURNAL_DIR, poll_seconds=poll)
 
     # The planner's options, as the estimate takes them: it prices the plan this run sends.
-    options = PlanOptions.from_settings(settings)
+    options = PlanOptions.from_settings(settings, fit)
 
     async def run(cache: ResponseCache) -> dict[str, SituateResult]:
         try:
@@ -152,6 +175,7 @@ def situate_all(
                 cache_ttl=options.cache_ttl,
                 pack_tokens=options.pack_tokens,
                 max_retry_wait=settings.llm_max_retry_wait,
+                fit=options.fit,
             )
         finally:
             await llm.aclose()
@@ -174,6 +198,39 @@ def situate_all(
     if first_error is None and ledger.flag_details:
         first_error = f"the answer was no context: {ledger.flag_details[0]}"
     return ContextRun(situated, incomplete, ledger.summary(), first_error)
+
+
+def _free(usage: object) -> float:
+    return 0.0
+
+
+def llm_url(llm: object) -> str:
+    url = getattr(llm, "base_url", None)
+    return url if isinstance(url, str) else "a local server"
+
+
+def _server_fit(
+    provider: str, model: str, base_url: str | None, settings: Settings, progress: Progress
+) -> Fit | None:
+    """The context window the server reports, said in one line; None where it says none (a
+    hosted API, a proxy) or CTXR_LLM_CONTEXT_TOKENS is set (it wins, see `PlanOptions`)."""
+    if settings.llm_context_tokens is not None:
+        progress.note(
+            f"requests sized to a context window of {settings.llm_context_tokens} tokens "
+            "(CTXR_LLM_CONTEXT_TOKENS)"
+        )
+        return None
+    if provider != "openai" or not base_url:
+        return None
+    limits = discover(base_url, model, api_key=os.environ.get("OPENAI_API_KEY"))
+    if limits is None or limits.context_tokens is None:
+        return None
+    output = f", answers of at most {limits.output_tokens}" if limits.output_tokens else ""
+    progress.note(
+        f"requests sized to the server's context window of {limits.context_tokens} tokens"
+        f"{output} ({limits.source}; CTXR_LLM_CONTEXT_TOKENS overrides)"
+    )
+    return Fit(limits.context_tokens, limits.output_tokens)
 
 
 def fit_context(

@@ -23,6 +23,10 @@ How a prefix's unanswered chunks become requests:
   pack's usage is shared among its documents by their prefix tokens (`share_usage`), so
   per-document costs still add up to the bill.
 
+When the server's context window is known (`fit.py`), every request is sized to fit it: the
+document budget, each prefix's group size and each pack are cut down to what one request
+holds, so the queue and the estimate see the same fitted plan.
+
 The order is the queue's: per cached prefix the first request writes the provider's cache and
 completes before the prefix's others are sent (`PlannedUnit.requests[0]`).
 """
@@ -36,6 +40,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from ctxr.config import Settings
+from ctxr.enrich.situate.fit import Fit
 from ctxr.enrich.situate.group import (
     GROUP_PROMPT_VERSION,
     PACK_PROMPT_VERSION,
@@ -70,10 +75,15 @@ class PlanOptions:
     context_tokens: int = 200  # output budget per context of a grouped request
     pack_tokens: int = 0  # prefix tokens one pack of small documents may hold; 0: never pack
     cache_ttl: CacheTTL = "5m"  # of each cache-marked request
+    fit: Fit | None = None  # the server's window, where known: every request fits it
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> PlanOptions:
-        """The options a run with `settings` plans with; the estimate prices the same plan."""
+    def from_settings(cls, settings: Settings, fit: Fit | None = None) -> PlanOptions:
+        """The options a run with `settings` plans with; the estimate prices the same plan.
+        `fit` is the window the server reported; CTXR_LLM_CONTEXT_TOKENS, when set, wins."""
+        if settings.llm_context_tokens is not None:
+            limit = fit.output_limit if fit is not None else None
+            fit = Fit(settings.llm_context_tokens, limit)
         return cls(
             count_tokens=functools.partial(count_tokens, encoding=settings.encoding),
             render_document=document_part,
@@ -83,6 +93,30 @@ class PlanOptions:
             pack_tokens=settings.llm_pack_tokens,
             # A batch may take longer than five minutes to reach a document's follow-ups.
             cache_ttl="1h" if settings.llm_batch else "5m",
+            fit=fit,
+        )
+
+    def fitted(self, documents: Sequence[tuple[Document, Sequence[Chunk]]]) -> PlanOptions:
+        """These options with the document budget and answer budget cut to the window."""
+        if self.fit is None:
+            return self
+        context_tokens = self.fit.context_tokens(self.context_tokens)
+        longest = max((c.token_count for _, chunks in documents for c in chunks), default=0)
+        document_tokens = self.fit.document_tokens(
+            self.max_document_tokens, context_tokens, longest
+        )
+        return dataclasses.replace(
+            self, max_document_tokens=document_tokens, context_tokens=context_tokens
+        )
+
+    def group_size_for(self, prefix: Prefix) -> int:
+        """The chunks one request of `prefix` asks about: `group_size`, or fewer to fit."""
+        if self.fit is None:
+            return self.group_size
+        window = prefix.window
+        quoted = 0 if window.block is None else max(c.token_count for c in window.chunks) + 16
+        return self.fit.group_size(
+            self.group_size, prefix.tokens, len(window.chunks), self.context_tokens, quoted
         )
 
     def ttl(self, request: CompletionRequest) -> CompletionRequest:
@@ -199,7 +233,9 @@ def plan_requests(
     options: PlanOptions,
 ) -> RequestPlan:
     """The run's requests for `documents`: what `llm` is asked, prefix by prefix, once the
-    response cache has answered what it can. Sends nothing, writes nothing."""
+    response cache has answered what it can. Sends nothing, writes nothing. With a known
+    window (`options.fit`), every request is sized to fit it."""
+    options = options.fitted(documents)
     prefixes = plan_prefixes(
         documents,
         max_tokens=options.max_document_tokens,
@@ -218,9 +254,14 @@ def plan_requests(
             else:
                 done.append(Answered(prefix, chunk, context))
         if pending:
-            planned.append(plan_prefix(prefix, pending, options.group_size, options.cache_ttl))
+            size = options.group_size_for(prefix)
+            planned.append(plan_prefix(prefix, pending, size, options.cache_ttl))
     pack_tokens = options.pack_tokens if options.group_size > 1 else 0
-    units = [_unit(u, options) for u in plan_packs(planned, options.group_size, pack_tokens)]
+    fits = None
+    if options.fit is not None:
+        fits = functools.partial(options.fit.pack_fits, context_tokens=options.context_tokens)
+    packs = plan_packs(planned, options.group_size, pack_tokens, fits)
+    units = [_unit(u, options) for u in packs]
     return RequestPlan(tuple(prefixes), tuple(done), tuple(units))
 
 
@@ -306,11 +347,15 @@ def packable(planned: Planned) -> bool:
 
 
 def plan_packs(
-    planned: Sequence[Planned], max_chunks: int, max_tokens: int
+    planned: Sequence[Planned],
+    max_chunks: int,
+    max_tokens: int,
+    fits: Callable[[int, int], bool] | None = None,
 ) -> list[tuple[Planned, ...]]:
     """Every planned prefix once, in order: packable ones filled greedily into packs of at
-    most `max_chunks` chunks and `max_tokens` prefix tokens, the rest alone. A pack of one is
-    sent as the document's own grouped request."""
+    most `max_chunks` chunks and `max_tokens` prefix tokens (and, with `fits`, only while
+    `fits(prefix tokens, chunks)` says the request fits the window), the rest alone. A pack
+    of one is sent as the document's own grouped request."""
     units: list[tuple[Planned, ...]] = []
     pack: list[Planned] = []
     chunks = tokens = 0
@@ -319,7 +364,8 @@ def plan_packs(
             units.append((item,))
             continue
         size, length = len(item.chunks), item.prefix.tokens
-        if pack and (chunks + size > max_chunks or tokens + length > max_tokens):
+        full = chunks + size > max_chunks or tokens + length > max_tokens
+        if pack and (full or (fits is not None and not fits(tokens + length, chunks + size))):
             units.append(tuple(pack))
             pack, chunks, tokens = [], 0, 0
         pack.append(item)

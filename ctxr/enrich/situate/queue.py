@@ -26,6 +26,13 @@ small documents packed, answered chunks left out); this module sends exactly tha
 grouped or packed answer is mapped back by id, every context validated and cached under the
 prompt that made it, and a chunk the answer misses or gets wrong is asked again alone with the
 per-chunk prompt. A server that refuses JSON schemas (a 400) is asked in words from then on.
+
+A request the server refuses as longer than its context window (`ContextLengthError`) is
+split, not failed: a pack into its documents' own requests, a group into halves down to
+single chunks asked alone, and a single chunk whose document alone passes the window is asked
+with a window of the document around it (`window.around`), smaller each time, and at last with
+the document's outline only. A chunk that fits none of them keeps its outline context, and
+the failure names the settings to change.
 """
 
 from __future__ import annotations
@@ -37,7 +44,13 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ctxr.enrich.situate.batch import BatchOptions, BatchSender
-from ctxr.enrich.situate.group import GROUP_PROMPT_VERSION, PACK_PROMPT_VERSION, parse_answers
+from ctxr.enrich.situate.fit import Fit
+from ctxr.enrich.situate.group import (
+    GROUP_PROMPT_VERSION,
+    PACK_PROMPT_VERSION,
+    ask_for,
+    parse_answers,
+)
 from ctxr.enrich.situate.ledger import Ledger
 from ctxr.enrich.situate.outline import outline_context
 from ctxr.enrich.situate.plan import (
@@ -50,6 +63,7 @@ from ctxr.enrich.situate.plan import (
     plan_requests,
     share_usage,
 )
+from ctxr.enrich.situate.prompt import SituateRequest
 from ctxr.enrich.situate.response_cache import ResponseCache, chunk_key
 from ctxr.enrich.situate.results import Backoff, SituateResult, describe
 from ctxr.enrich.situate.sender import (
@@ -59,8 +73,8 @@ from ctxr.enrich.situate.sender import (
     make_sender,
 )
 from ctxr.enrich.situate.validate import DEFAULT_MAX_TOKENS, Verdict, check_context
-from ctxr.enrich.situate.window import Prefix
-from ctxr.errors import ProviderError
+from ctxr.enrich.situate.window import Prefix, around, outline_text
+from ctxr.errors import ContextLengthError, ProviderError
 from ctxr.llm.base import LLM, CacheTTL, Completion, CompletionRequest
 from ctxr.llm.ratelimit import Priority, RateLimiter, RateLimits
 from ctxr.progress import NullProgress, Progress
@@ -68,6 +82,9 @@ from ctxr.types import Chunk, Document
 
 PHASE = "contexts"
 NOTE_EVERY_SECONDS = 5.0
+TIMEOUT_SETTING = "CTXR_LLM_TIMEOUT"
+# Windows tried for a chunk whose document passes the server's window, before the outline.
+SHRINKS = 3
 
 
 @dataclass(eq=False)
@@ -138,6 +155,8 @@ class _Run:
 
     def _failed(self, document: Document, chunk: Chunk, exc: BaseException) -> SituateResult:
         error = describe(exc)
+        if isinstance(exc, ProviderError) and exc.timed_out:
+            error += f"; raise {TIMEOUT_SETTING} for a slower server"
         self.ledger.record_failure(chunk.chunk_id, error)
         outline = outline_context(document, chunk)
         return SituateResult(chunk.chunk_id, outline, "outline", f"failed: {error}", error)
@@ -167,9 +186,17 @@ class _Run:
         request = request or alone(prefix, chunk, self.options)
         tokens_in = self.options.count_tokens(chunk.text) + PROMPT_OVERHEAD_TOKENS
         verdict = None
-        for round_ in range(2):  # a response that is not a context is retried once
+        shrinks = 0
+        round_ = 0
+        while round_ < 2:  # a response that is not a context is retried once
             try:
                 completion = await self.sender.send(prefix, request, chunk, priority, tokens_in)
+            except ContextLengthError as exc:  # the document passes the window: a smaller one
+                smaller = self._smaller(prefix, chunk, request, exc, shrinks)
+                if smaller is None:
+                    return self._failed(document, chunk, exc)
+                request, shrinks = smaller, shrinks + 1
+                continue
             except Exception as exc:  # any failure: this chunk falls back, the run goes on
                 return self._failed(document, chunk, exc)
             self.ledger.record_usage(document.doc_id, completion.usage)
@@ -181,6 +208,7 @@ class _Run:
                 return SituateResult(chunk.chunk_id, text, "llm")
             if round_ == 0:
                 self.ledger.record_retry(chunk.chunk_id, f"{verdict.reason}: {verdict.detail}")
+            round_ += 1
         assert verdict is not None
         self.ledger.record_flag(chunk.chunk_id, verdict.reason, verdict.detail)
         # Not cached: the outline stands in for an answer that never came, so the next run
@@ -188,13 +216,72 @@ class _Run:
         outline = outline_context(document, chunk)
         return SituateResult(chunk.chunk_id, outline, "outline", verdict.reason, verdict.detail)
 
+    def _smaller(
+        self,
+        prefix: Prefix,
+        chunk: Chunk,
+        request: CompletionRequest,
+        exc: ContextLengthError,
+        shrinks: int,
+    ) -> CompletionRequest | None:
+        """The per-chunk request for `chunk` with less of its document than `request` had:
+        a window around the chunk sized by the server's figures (or half the last), then the
+        outline alone; None when even that was refused."""
+        if shrinks > SHRINKS:  # the outline alone was refused too
+            return None
+        count = self.options.count_tokens
+        if shrinks == SHRINKS:
+            text = outline_text(prefix.document, prefix.window.chunks, 1 << 30, count)
+            why = "asked with the document's outline only"
+        else:
+            sent = count(request.prefix)
+            target = sent // 2
+            if exc.window and exc.prompt_tokens and exc.prompt_tokens > exc.window:
+                # The server's figures are its own tokens: scale, with room for the answer.
+                target = min(target, int(sent * exc.window / exc.prompt_tokens * 0.7))
+            text = around(prefix.document, chunk, prefix.window.chunks, max(64, target), count)
+            why = f"asked with {count(text)} tokens of the document around the chunk"
+        self.ledger.record_retry(chunk.chunk_id, f"{describe(exc)} -> {why}")
+        situate = SituateRequest(text, chunk.text, chunk.heading_path, cache=False)
+        return situate.completion()
+
+    async def _split_group(
+        self, prefix: Prefix, planned: PlannedRequest, priority: Priority, exc: ContextLengthError
+    ) -> list[SituateResult]:
+        """A group the server refused as too long, asked again in halves (a group of one:
+        the chunk alone, with the per-chunk prompt, which sends less)."""
+        group = planned.chunks
+        if len(group) == 1:
+            self.ledger.record_retry(group[0].chunk_id, f"{describe(exc)} -> asked alone")
+            return [await self.situate(prefix, group[0], priority)]
+        half = len(group) // 2
+        self.ledger.record_retry(
+            group[0].chunk_id, f"{describe(exc)} -> split into {half} and {len(group) - half}"
+        )
+        parts = [group[:half], group[half:]]
+        window = prefix.window
+        asks = [
+            ask_for(window.text, window.block is None, window.chunks, part, prefix.cache,
+                    self.options.context_tokens)
+            for part in parts
+        ]  # fmt: skip
+        requests = [
+            PlannedRequest(self.options.ttl(a.request), part, a.ids, a.framing)
+            for a, part in zip(asks, parts, strict=True)
+        ]
+        answers = await asyncio.gather(*(self.situate_group(prefix, r, priority) for r in requests))
+        return [r for part in answers for r in part]
+
     async def situate_group(
         self, prefix: Prefix, planned: PlannedRequest, priority: Priority
     ) -> list[SituateResult]:
-        """One request for a group; a chunk the answer misses or gets wrong is asked alone."""
+        """One request for a group; a chunk the answer misses or gets wrong is asked alone,
+        and a group refused as too long for the server is split."""
         document, group = prefix.document, planned.chunks
         try:
             completion = await self._send_json(prefix, planned.request, group, priority)
+        except ContextLengthError as exc:
+            return await self._split_group(prefix, planned, priority, exc)
         except Exception as exc:  # any failure: these chunks fall back, the run goes on
             return [self._failed(document, c, exc) for c in group]
         self.ledger.record_usage(document.doc_id, completion.usage)
@@ -240,6 +327,9 @@ class _Run:
         priority: Priority = (1, unit.sent.order)
         try:
             completion = await self._send_json(unit.sent, planned.request, planned.chunks, priority)
+        except ContextLengthError as exc:  # too long for the server: each document on its own
+            await self._unpack(unit, priority, exc)
+            return
         except Exception as exc:  # any failure: these chunks fall back, the run goes on
             for member in members:
                 document = member.prefix.document
@@ -261,6 +351,27 @@ class _Run:
             for member, ids in zip(members, unit.member_ids, strict=True):
                 tasks.create_task(settle(member, ids))
 
+    async def _unpack(self, unit: PlannedUnit, priority: Priority, exc: ContextLengthError) -> None:
+        """A pack the server refused as too long: each document asked in a request of its own
+        (split further if that is refused too)."""
+        self.ledger.record_retry(
+            unit.requests[0].chunks[0].chunk_id,
+            f"{describe(exc)} -> split into its {len(unit.members)} documents",
+        )
+
+        async def alone_member(member: Planned) -> None:
+            window, prefix = member.prefix.window, member.prefix
+            ask = ask_for(window.text, window.block is None, window.chunks, member.chunks,
+                          prefix.cache, self.options.context_tokens)  # fmt: skip
+            planned = PlannedRequest(self.options.ttl(ask.request), member.chunks, ask.ids,
+                                     ask.framing)  # fmt: skip
+            results = await self.situate_group(prefix, planned, priority)
+            self.finish_chunks(prefix.document, member.chunks, results, member.copies)
+
+        async with asyncio.TaskGroup() as tasks:
+            for member in unit.members:
+                tasks.create_task(alone_member(member))
+
     async def _send_json(
         self,
         prefix: Prefix,
@@ -278,7 +389,8 @@ class _Run:
             try:
                 return await self.sender.send(prefix, sent, chunks[0], priority, tokens_in)
             except ProviderError as exc:
-                if exc.status != 400 or sent.json_schema is None:
+                too_long = isinstance(exc, ContextLengthError)
+                if too_long or exc.status != 400 or sent.json_schema is None:
                     raise
                 self.plain_json = True
 
@@ -321,6 +433,7 @@ async def situate_documents(
     cache_ttl: CacheTTL | None = None,
     pack_tokens: int = 0,
     max_retry_wait: float = DEFAULT_MAX_RETRY_WAIT,
+    fit: Fit | None = None,
 ) -> dict[str, SituateResult]:
     """Situate every chunk of `documents`; returns a result per chunk id, none missing.
 
@@ -333,6 +446,8 @@ async def situate_documents(
     (`ctxr.enrich.situate.batch`); `cache_ttl` defaults to "1h" there (a batch may take longer
     than five minutes to reach a document's follow-ups) and "5m" otherwise. A provider asking
     to wait longer than `max_retry_wait` seconds ends the run's sending (`sender.py`).
+    `fit` is the server's context window, where known: every request is planned to fit it
+    (`fit.py`), and one refused as too long is split either way.
     """
     progress = progress or NullProgress()
     sender = make_sender(
@@ -350,7 +465,8 @@ async def situate_documents(
         context_tokens=context_tokens,
         pack_tokens=pack_tokens,
         cache_ttl=cache_ttl or ("1h" if batch is not None else "5m"),
-    )
+        fit=fit,
+    ).fitted(documents)
     run = _Run(
         llm=llm,
         cache=cache,

@@ -129,6 +129,37 @@ def windows(
     return result
 
 
+def around(
+    document: Document,
+    chunk: Chunk,
+    chunks: Sequence[Chunk],
+    max_tokens: int,
+    count_tokens: Callable[[str], int],
+) -> str:
+    """A window of `document` for one `chunk`, at most about `max_tokens`: the outline, then
+    the text centred on the chunk. For a chunk whose planned prefix the server refused as
+    longer than its context window; sent once, so it need not be a shared, cacheable block."""
+    outline = outline_text(document, chunks, int(max_tokens * OUTLINE_SHARE), count_tokens)
+    budget = max(1, max_tokens - count_tokens(outline) - 32)
+    text = document.text
+    # Characters per token of this document, to place the excerpt's ends in one step.
+    per_token = len(text) / max(1, count_tokens(text))
+    span = max(chunk.end - chunk.start, int(budget * per_token))
+    start = max(0, min(chunk.start - (span - (chunk.end - chunk.start)) // 2, len(text) - span))
+    end = min(len(text), start + span)
+    while end - start > chunk.end - chunk.start and count_tokens(text[start:end]) > budget:
+        # A denser stretch than the average: trim both sides, never into the chunk.
+        cut = max(1, (end - start) // 10)
+        start, end = min(chunk.start, start + cut // 2), max(chunk.end, end - cut // 2)
+        if (start, end) == (chunk.start, chunk.end):
+            break
+    frame = (
+        f"[Excerpt: characters {start}-{end} of a document too long to show whole, around the "
+        "chunk]"
+    )
+    return f"{outline}\n\n{frame}\n{text[start:end]}"
+
+
 @dataclass(frozen=True, eq=False)
 class Prefix:
     """Chunks that share one cached prefix: a document, or one window block of it. `cache` is
