@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import IO
 
 from ctxr.errors import IndexError_, IndexInUseError
+from ctxr.index.lock_holder import holder_phrase
 
 try:
     import fcntl
@@ -46,8 +47,9 @@ def index_lock(index_dir: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             raise IndexInUseError(
-                f"the index at {index_dir} is in use by another ctxr process (a running "
-                "`ctxr index` or a `ctxr watch` update); wait for it to finish, then retry"
+                f"the index at {index_dir} is in use by {holder_phrase(index_dir / LOCK_NAME)} "
+                "(a running `ctxr index` or a `ctxr watch` update); wait for it to finish, "
+                "then retry"
             ) from None
         try:
             yield

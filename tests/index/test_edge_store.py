@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -109,7 +110,9 @@ def test_open_missing_shard_is_a_clear_error(tmp_path: Path) -> None:
 def test_opening_a_shard_held_by_another_store_says_it_is_in_use(tmp_path: Path) -> None:
     held = EdgeStore.create(tmp_path / "qdrant", dim=4)
     try:
-        with pytest.raises(IndexError_, match="in use by another ctxr process"):
+        # Held by this very process: said so, with its pid, never blamed on another.
+        here = rf"already open in this process \(pid {os.getpid()}\)"
+        with pytest.raises(IndexError_, match=here):
             EdgeStore.open(tmp_path / "qdrant")
     finally:
         held.close()

@@ -373,7 +373,8 @@ def test_a_second_run_on_the_same_index_is_refused_before_it_creates_anything(
     docs.mkdir()
     (docs / "a.md").write_text("# A\n\nalpha text\n")
     settings = load_settings(index_dir=tmp_path / "idx", cache_dir=tmp_path / "cache")
-    with index_lock(tmp_path / "idx"), pytest.raises(IndexError_, match="in use by another"):
+    held_here = rf"in use by this process \(pid {os.getpid()}\)"  # the lock is this test's
+    with index_lock(tmp_path / "idx"), pytest.raises(IndexError_, match=held_here):
         build_index([docs], settings, embedder=HashEmbedder())
     assert not shard_path(tmp_path / "idx").exists()  # the loser created nothing
     report = build_index([docs], settings, embedder=HashEmbedder())  # the lock was released

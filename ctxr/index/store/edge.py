@@ -30,6 +30,7 @@ from ctxr.errors import CtxrError, IndexError_, IndexInUseError
 from ctxr.index.bm25.weights import SparseTerms
 from ctxr.index.filters import AllOf, AnyOf, Condition, PayloadFilter, Range, match_values
 from ctxr.index.integrity import corrupt
+from ctxr.index.lock_holder import holder_phrase
 from ctxr.index.payload import KEYWORD_FIELDS, ChunkPayload
 from ctxr.index.store.base import (
     DENSE_VECTOR,
@@ -339,8 +340,15 @@ def _shard_lock(path: Path) -> Iterator[bool]:
 def in_use(path: Path) -> IndexInUseError:
     # Qdrant's write-ahead log is locked: the shard is healthy but open elsewhere
     # (`factory.open_store` names the server that owns it, if one does).
+    holder = holder_phrase(path / WAL_DIR)
+    if holder.startswith("this process"):  # never blame another process for the caller's own
+        return IndexInUseError(
+            f"the index at {path.parent} is already open in {holder}, by a search service "
+            "or a build that is not closed; close it first (a search service, a retriever: "
+            "`close()`), or search through `ctxr.Client`, whose services share one open index"
+        )
     return IndexInUseError(
-        f"the index at {path.parent} is in use by another ctxr process (a running "
+        f"the index at {path.parent} is in use by {holder} (a running "
         "`ctxr index`, `ctxr watch` update, `ctxr mcp` or a Python program); wait "
         "for it to finish or stop it, then retry"
     )
