@@ -7,8 +7,10 @@ The Python API, a thin layer over the same code the CLI runs::
     for hit in ctxr.search("how do I restore a backup?", index_dir=".ctxr", k=5):
         print(hit.rank, hit.source, hit.heading_path, hit.score)
 
-    with ctxr.open_index(".ctxr") as service:      # open once, query many times
-        hits = service.search("THUMB_CACHE_MAX", mode="bm25")
+    with ctxr.Client(index_dir=".ctxr") as client:  # open once, query many times
+        hits = client.search("THUMB_CACHE_MAX", ctxr.SearchOptions(k=5, mode="bm25"))
+    with ctxr.Client(base_url="http://127.0.0.1:8000") as client:  # a running `ctxr serve`
+        hits = client.search("THUMB_CACHE_MAX", k=5, mode="bm25")
 
     cost = ctxr.estimate(["docs/"], models=["claude-haiku-4-5", "gpt-4o-mini"])  # no model called
 
@@ -24,12 +26,40 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the heavy parts load on first use, so `import ctxr` stays cheap
+    from ctxr.client import Client
     from ctxr.pipeline.estimate_report import Estimate
     from ctxr.pipeline.report import IndexReport
+    from ctxr.retrieve.searcher import Searcher, SearchOptions
     from ctxr.retrieve.service import SearchService
     from ctxr.types import Hit
 
-__all__ = ["build", "estimate", "open_index", "search"]
+__all__ = [
+    "Client",
+    "Hit",
+    "SearchOptions",
+    "Searcher",
+    "build",
+    "estimate",
+    "open_index",
+    "search",
+]
+_LAZY = {
+    "Client": "ctxr.client",
+    "Hit": "ctxr.types",
+    "SearchOptions": "ctxr.retrieve.searcher",
+    "Searcher": "ctxr.retrieve.searcher",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """`ctxr.Client`, `ctxr.SearchOptions` and the rest, imported when first named."""
+    if name in _LAZY:
+        from importlib import import_module
+
+        return getattr(import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'ctxr' has no attribute {name!r}")
+
+
 __version__ = "0.1.0"
 
 
@@ -48,7 +78,9 @@ def build(
 
 
 def open_index(index_dir: str | Path | None = None, **settings: Any) -> SearchService:
-    """Open an index for searching; use it as a context manager or call `close()`."""
+    """Open an index for searching; use it as a context manager or call `close()`. Services
+    of one process on one index share its open shard (`ctxr.Client` is the same, and also
+    reaches a served index)."""
     from ctxr.config import load_settings
     from ctxr.retrieve.service import SearchService
 
@@ -67,16 +99,21 @@ def search(
     expand: bool = False,
     **settings: Any,
 ) -> list[Hit]:
-    """One search against an index (opens and closes it; use `open_index` for many).
+    """One search against an index (opens and closes it; use `Client` for many).
 
     `filters` restricts both retrievers to matching chunks, e.g. `{"source": "docs/",
     "kind": ["markdown", "text"]}` (see `ctxr.index.filters`); `merge` joins adjacent hits
     of one document into one passage; `expand` returns each hit's parent section (an index
-    built with `chunking="parent"`)."""
-    with open_index(index_dir, **settings) as service:
-        return service.search(
-            query, k=k, mode=mode, fusion=fusion, filters=filters, merge=merge, expand=expand
-        )
+    built with `chunking="parent"`). The options are `SearchOptions`' fields."""
+    from ctxr.client import Client
+    from ctxr.config import load_settings
+    from ctxr.retrieve.searcher import SearchOptions
+
+    options = SearchOptions.given(
+        k=k, mode=mode, fusion=fusion, filters=filters, merge=merge, expand=expand
+    )
+    with Client(settings=load_settings(index_dir=index_dir, **settings)) as client:
+        return client.search(query, options)
 
 
 def estimate(

@@ -10,7 +10,9 @@ import hashlib
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Annotated, ClassVar, Literal
+
+from pydantic import ConfigDict, Field
 
 # A fixed namespace makes chunk ids deterministic across machines and runs: re-indexing a
 # document overwrites its points instead of duplicating them.
@@ -119,26 +121,55 @@ class ContextualChunk:
 class RetrieverScore:
     """One retriever's opinion of a hit: its raw score and its 1-based rank."""
 
-    score: float
-    rank: int
+    __pydantic_config__: ClassVar[ConfigDict] = ConfigDict(extra="forbid", title="ScoreRecord")
+
+    score: Annotated[
+        float, Field(description="the retriever's own score (cosine, BM25, reranker's)")
+    ]
+    rank: Annotated[int, Field(description="1-based rank in that retriever's list")]
 
 
 @dataclass(frozen=True, slots=True)
 class Hit:
-    """A search result with everything needed to cite it and to see why it came back."""
+    """A search result with everything needed to cite it and to see why it came back.
 
-    rank: int
+    The one hit model: the search service makes it, and the hit schema (`ctxr.retrieve.hits`,
+    ``ctxr.hits/1``) is this class as pydantic reads it, so what a face writes and what the
+    Python API returns cannot drift apart. The descriptions below are the schema's.
+    """
+
+    __pydantic_config__: ClassVar[ConfigDict] = ConfigDict(extra="forbid", title="HitRecord")
+
+    rank: Annotated[int, Field(description="1-based, best first")]
     chunk_id: str
-    doc_id: str
-    source: str
-    start: int
-    end: int
-    heading_path: tuple[str, ...]
-    text: str
-    context: str
-    score: float
-    scores: Mapping[str, RetrieverScore] = field(default_factory=dict)
+    doc_id: Annotated[str, Field(description="the document's id: its source path as indexed")]
+    source: Annotated[str, Field(description="the file, as given to `ctxr index`")]
+    start: Annotated[int, Field(description="character offset of `text` in the document's text")]
+    end: Annotated[int, Field(description="end offset: document text[start:end] == text")]
+    heading_path: Annotated[
+        tuple[str, ...], Field(description="section trail, or code symbol path")
+    ]
+    text: Annotated[str, Field(description="the chunk (or passage, or parent section), verbatim")]
+    context: Annotated[str, Field(description="the sentences situating the chunk in its document")]
+    score: Annotated[
+        float, Field(description="the fused (or reranked) score the hits are sorted by")
+    ]
+    scores: Annotated[
+        Mapping[str, RetrieverScore],
+        Field(
+            description="each retriever's own score and rank for this chunk (dense, bm25, "
+            "bm25_doc, rerank)"
+        ),
+    ] = field(default_factory=dict)
     # Why a hit is not what was asked for, e.g. "rerank failed: timeout" (fused order kept).
-    flags: tuple[str, ...] = ()
-    pages: tuple[int, ...] = ()  # 1-based PDF pages the text spans
-    expanded: bool = False  # the text is the hit's whole parent section (`expand=True`)
+    flags: Annotated[
+        tuple[str, ...],
+        Field(description='why a hit is not as asked, e.g. "rerank failed: timeout"; [] when none'),
+    ] = ()
+    pages: Annotated[
+        tuple[int, ...],
+        Field(description="1-based PDF pages the text spans; [] for other kinds"),
+    ] = ()
+    expanded: Annotated[
+        bool, Field(description="text is the hit's whole parent section (expand)")
+    ] = False

@@ -6,11 +6,13 @@ the attribute `ctxr.index` to the subpackage, and the second call raised TypeErr
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
 
 import ctxr
+import ctxr.errors
 
 
 @pytest.fixture
@@ -41,4 +43,44 @@ def test_every_public_function_works_twice(
             assert service.search("restore a backup", k=1)[0].source.endswith("backup.md")
         cost = ctxr.estimate([corpus], index_dir, models=["gpt-4o-mini"], **settings)
         assert cost.models[0].model == "gpt-4o-mini"
-    assert sorted(ctxr.__all__) == ["build", "estimate", "open_index", "search"]
+    assert sorted(ctxr.__all__) == [
+        "Client", "Hit", "SearchOptions", "Searcher", "build", "estimate", "open_index", "search",
+    ]  # fmt: skip
+
+
+def test_the_client_is_the_search_of_the_python_api(
+    corpus: Path, tmp_path: Path, embed_cache_dir: Path
+) -> None:
+    index_dir = tmp_path / "idx"
+    settings = {"cache_dir": embed_cache_dir, "context": "outline"}
+    ctxr.build([corpus], index_dir, **settings)
+    expected = ctxr.search("restore a backup", index_dir, k=2, mode="bm25", **settings)
+    options = ctxr.SearchOptions(k=2, mode="bm25")
+    with ctxr.Client(index_dir=index_dir, **settings) as client:
+        assert isinstance(client, ctxr.Searcher)
+        assert client.search("restore a backup", options) == expected
+        assert client.search("restore a backup", k=2, mode="bm25") == expected  # by field
+        assert client.search_many(["restore a backup"] * 2, options) == [expected] * 2
+        # Beside an open Client, open_index shares its shard rather than being refused.
+        with ctxr.open_index(index_dir, **settings) as service:
+            assert service.search("restore a backup", options) == expected
+        assert client.search("restore a backup", options) == expected  # still open
+    for _ in range(2):  # no client is bound to the event loop it first ran in
+        with ctxr.Client(index_dir=index_dir, **settings) as client:
+            assert asyncio.run(client.asearch("restore a backup", options)) == expected
+
+
+def test_search_options_are_typed_and_refused_at_once() -> None:
+    with pytest.raises(ctxr.errors.ConfigError, match="unknown search mode 'fuzzy'"):
+        ctxr.SearchOptions(mode="fuzzy")  # type: ignore[arg-type]
+    with pytest.raises(ctxr.errors.ConfigError, match="unknown fusion 'sum'"):
+        ctxr.SearchOptions(fusion="sum")  # type: ignore[arg-type]
+    with pytest.raises(ctxr.errors.ConfigError, match="k must be at least 1"):
+        ctxr.SearchOptions(k=0)
+    with pytest.raises(ctxr.errors.ConfigError, match="candidates must be"):
+        ctxr.SearchOptions(candidates=True)
+    given = ctxr.SearchOptions.given(5, "bm25", merge=True)  # the old argument order
+    assert given == ctxr.SearchOptions(k=5, mode="bm25", merge=True)
+    assert ctxr.SearchOptions.given(given, k=2).k == 2
+    with pytest.raises(ctxr.errors.ConfigError, match="exactly one of index_dir="):
+        ctxr.Client()

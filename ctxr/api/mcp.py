@@ -40,10 +40,12 @@ from ctxr.api.hosts import HostPolicy
 from ctxr.api.mcp_strict import StrictTools
 from ctxr.api.models import DocumentResponse
 from ctxr.api.stats import stats_response
+from ctxr.client import Client
 from ctxr.config import Settings
 from ctxr.errors import ConfigError, CtxrError
 from ctxr.index.filters import parse_filters
 from ctxr.retrieve.hits import Asked, HitsResult, hits_result
+from ctxr.retrieve.searcher import SearchOptions
 from ctxr.retrieve.service import SearchService
 
 log = logging.getLogger("ctxr.mcp")
@@ -102,28 +104,24 @@ class IndexHolder:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self._service: SearchService | None = None
+        self.client = Client(settings=settings)  # the one search client (`ctxr.client`)
         self._lock = threading.Lock()
 
     def get(self) -> SearchService:
         with self._lock:
-            if self._service is None:
-                try:
-                    self._service = SearchService(self.settings)
-                except CtxrError as exc:
-                    raise ToolError(str(exc)) from None
-                except Exception as exc:  # a broken shard may raise anything; say so, not crash
-                    log.exception("cannot open the index")
-                    raise ToolError(
-                        f"cannot open the index at {self.settings.index_dir}: {exc!r}"
-                    ) from None
-            return self._service
+            try:
+                return self.client.service
+            except CtxrError as exc:
+                raise ToolError(str(exc)) from None
+            except Exception as exc:  # a broken shard may raise anything; say so, not crash
+                log.exception("cannot open the index")
+                raise ToolError(
+                    f"cannot open the index at {self.settings.index_dir}: {exc!r}"
+                ) from None
 
     def close(self) -> None:
         with self._lock:
-            if self._service is not None:
-                self._service.close()
-                self._service = None
+            self.client.close()
 
 
 def _valid_filters(value: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -156,9 +154,9 @@ def create_server(settings: Settings, holder: IndexHolder | None = None) -> MCPS
         ] = None,
         merge: bool = False,
     ) -> HitsResult:
-        service = holder.get()
+        holder.get()  # an index that cannot open is a tool error saying why
         try:
-            hits = service.search(query, k, mode, filters=filters, merge=merge)
+            hits = holder.client.search(query, SearchOptions(k, mode, filters=filters, merge=merge))
         except CtxrError as exc:
             raise ToolError(str(exc)) from None
         return hits_result(query, hits, Asked(mode, settings.fusion, k, merge))

@@ -63,10 +63,11 @@ def search_command(
     as_json: bool,
 ) -> None:
     """Search an index: dense and BM25 rankings fused (DBSF or reciprocal rank fusion)."""
-    from ctxr.api.client import open_searcher  # the index, or the server that owns it
     from ctxr.cli import render
+    from ctxr.client import Client  # the index, or the server that owns it
     from ctxr.index.filters import filters_from_cli
     from ctxr.retrieve.hits import Asked, hits_result, result_json
+    from ctxr.retrieve.searcher import SearchOptions
 
     filters = filters_from_cli(filter_exprs) if filter_exprs else None
     if (query is None) == (queries is None):
@@ -75,20 +76,16 @@ def search_command(
         flags=flags_for("index_dir", "candidates", "fusion", "rrf_k"),
         index_dir=index_dir, candidates=candidates, fusion=fusion, rrf_k=rrf_k,
     )  # fmt: skip
+    # --candidates and --fusion are in the settings of a local index, and sent to a server.
+    options = SearchOptions.given(
+        k=k, mode=mode, filters=filters, merge=merge, rerank=rerank, expand=expand
+    )
     # How the hits were searched, as every answer of the hit schema says (ctxr.retrieve.hits).
     asked = Asked(mode, settings.fusion, k, merge, expand)
-    with open_searcher(settings, candidates=candidates, fusion=fusion, rrf_k=rrf_k) as service:
+    with Client.for_index(settings, candidates=candidates, fusion=fusion, rrf_k=rrf_k) as client:
         if queries is not None:
             batch = list(_read_queries(queries))
-            results = service.search_many(
-                [q for _, q in batch],
-                k=k,
-                mode=mode,
-                filters=filters,
-                merge=merge,
-                rerank=rerank,
-                expand=expand,
-            )
+            results = client.search_many([q for _, q in batch], options)
             warnings: list[str] = []
             for (query_id, text), hits in zip(batch, results, strict=True):
                 line = hits_result(text, hits, asked, query_id)
@@ -97,9 +94,7 @@ def search_command(
             render.print_warnings(warnings)
             return
         assert query is not None
-        hits = service.search(
-            query, k=k, mode=mode, filters=filters, merge=merge, rerank=rerank, expand=expand
-        )
+        hits = client.search(query, options)
     result = hits_result(query, hits, asked)
     if as_json:
         click.echo(json.dumps(result_json(result), indent=2, ensure_ascii=False))

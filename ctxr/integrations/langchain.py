@@ -12,6 +12,7 @@ source, section and page.
 
 from __future__ import annotations
 
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -23,13 +24,23 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, PrivateAttr
 
+from ctxr.client import Client
 from ctxr.config import SearchMode
-from ctxr.integrations.backend import CtxrBackend, HitJson
+from ctxr.errors import ConfigError
+from ctxr.retrieve.hits import hit_json
+from ctxr.retrieve.searcher import SearchOptions, check_query
+from ctxr.types import Hit
+
+# What `invoke(query, k=1)` may set for one call: any search option. LangChain's own keywords
+# (`verbose`, reaching the retriever with them) are not ours to refuse.
+PER_CALL = frozenset(f.name for f in fields(SearchOptions) if f.name != "_")
+LANGCHAIN_KEYWORDS = frozenset({"verbose"})
 
 
 class CtxrRetriever(BaseRetriever):
     """Hybrid (dense + BM25) search of a ctxr index: `index_dir=` (embedded) or `base_url=`
-    (a running `ctxr serve`; `api_token=` for its CTXR_API_TOKEN)."""
+    (a running `ctxr serve`; `api_token=` for its CTXR_API_TOKEN). `invoke(query, k=1)` and
+    the other search options (mode, filters, merge, ...) apply to that call alone."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
@@ -43,10 +54,10 @@ class CtxrRetriever(BaseRetriever):
     settings: dict[str, Any] = Field(
         default_factory=dict, description="ctxr settings for an embedded index (ctxr.config)"
     )
-    _backend: CtxrBackend = PrivateAttr()
+    _client: Client = PrivateAttr()
 
     def model_post_init(self, context: Any, /) -> None:
-        self._backend = CtxrBackend(
+        self._client = Client(
             self.index_dir,
             self.base_url,
             api_token=self.api_token,
@@ -54,26 +65,40 @@ class CtxrRetriever(BaseRetriever):
             **self.settings,
         )
 
+    def _options(self, query: str, asked: dict[str, Any]) -> SearchOptions:
+        check_query(query)
+        unknown = sorted(set(asked) - PER_CALL - LANGCHAIN_KEYWORDS)
+        if unknown:
+            raise ConfigError(
+                f"unknown search option(s) {unknown}; a call may set {', '.join(sorted(PER_CALL))}"
+            )
+        given = {key: value for key, value in asked.items() if key in PER_CALL}
+        return SearchOptions.given(
+            **{"k": self.k, "mode": self.mode, "filters": self.filters, **given}
+        )
+
     def _get_relevant_documents(
-        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
-        hits = self._backend.search(query, self.k, self.mode, self.filters)
+        hits = self._client.search(query, self._options(query, kwargs))
         return [to_document(h) for h in hits]
 
     async def _aget_relevant_documents(
-        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
-        hits = await self._backend.asearch(query, self.k, self.mode, self.filters)
+        hits = await self._client.asearch(query, self._options(query, kwargs))
         return [to_document(h) for h in hits]
 
     def close(self) -> None:
-        """Close the embedded index (or the HTTP client); the next search reopens it."""
-        self._backend.close()
+        """Let the embedded index go (the process's last user closes it); the next search
+        opens it again."""
+        self._client.close()
 
     async def aclose(self) -> None:
-        await self._backend.aclose()
+        await self._client.aclose()
 
 
-def to_document(hit: HitJson) -> Document:
-    metadata = {key: value for key, value in hit.items() if key != "text"}
-    return Document(page_content=str(hit["text"]), metadata=metadata, id=str(hit["chunk_id"]))
+def to_document(hit: Hit) -> Document:
+    data = hit_json(hit)
+    metadata = {key: value for key, value in data.items() if key != "text"}
+    return Document(page_content=hit.text, metadata=metadata, id=hit.chunk_id)

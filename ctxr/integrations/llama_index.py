@@ -20,7 +20,11 @@ from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
-from ctxr.integrations.backend import CtxrBackend, HitJson
+from ctxr.client import Client
+from ctxr.config import SearchMode
+from ctxr.retrieve.hits import hit_json
+from ctxr.retrieve.searcher import SearchOptions, check_query
+from ctxr.types import Hit
 
 # Bookkeeping in the metadata that helps neither an LLM's answer nor an embedding.
 _NOT_FOR_MODELS = [
@@ -30,7 +34,9 @@ _NOT_FOR_MODELS = [
 
 class CtxrRetriever(BaseRetriever):
     """Hybrid (dense + BM25) search of a ctxr index: `index_dir=` (embedded) or `base_url=`
-    (a running `ctxr serve`; `api_token=` for its CTXR_API_TOKEN)."""
+    (a running `ctxr serve`; `api_token=` for its CTXR_API_TOKEN). LlamaIndex's `retrieve`
+    takes the query alone, so `k` and the other options are the retriever's (`options`
+    holds them all; change `k` or `options` between calls to search differently)."""
 
     def __init__(
         self,
@@ -38,46 +44,52 @@ class CtxrRetriever(BaseRetriever):
         base_url: str | None = None,
         *,
         k: int = 4,
-        mode: str = "hybrid",
+        mode: SearchMode = "hybrid",
         filters: dict[str, Any] | None = None,
         api_token: str | None = None,
         timeout: float = 30.0,
         callback_manager: CallbackManager | None = None,
         **settings: Any,
     ) -> None:
-        self._backend = CtxrBackend(
-            index_dir, base_url, api_token=api_token, timeout=timeout, **settings
-        )
-        self.k = k
-        self.mode = mode
-        self.filters = filters
+        self._client = Client(index_dir, base_url, api_token=api_token, timeout=timeout, **settings)
+        self.options = SearchOptions(k, mode, filters=filters)  # refused here if out of bounds
         super().__init__(callback_manager=callback_manager)
 
+    @property
+    def k(self) -> int:
+        return self.options.k
+
+    @k.setter
+    def k(self, value: int) -> None:
+        self.options = self.options.with_(k=value)
+
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        hits = self._backend.search(query_bundle.query_str, self.k, self.mode, self.filters)
-        return [to_node(h) for h in hits]
+        query = check_query(query_bundle.query_str)
+        return [to_node(h) for h in self._client.search(query, self.options)]
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        hits = await self._backend.asearch(query_bundle.query_str, self.k, self.mode, self.filters)
-        return [to_node(h) for h in hits]
+        query = check_query(query_bundle.query_str)
+        return [to_node(h) for h in await self._client.asearch(query, self.options)]
 
     def close(self) -> None:
-        """Close the embedded index (or the HTTP client); the next search reopens it."""
-        self._backend.close()
+        """Let the embedded index go (the process's last user closes it); the next search
+        opens it again."""
+        self._client.close()
 
     async def aclose(self) -> None:
-        await self._backend.aclose()
+        await self._client.aclose()
 
 
-def to_node(hit: HitJson) -> NodeWithScore:
-    metadata = {key: value for key, value in hit.items() if key != "text"}
+def to_node(hit: Hit) -> NodeWithScore:
+    data = hit_json(hit)
+    metadata = {key: value for key, value in data.items() if key != "text"}
     node = TextNode(
-        id_=str(hit["chunk_id"]),
-        text=str(hit["text"]),
+        id_=hit.chunk_id,
+        text=hit.text,
         metadata=metadata,
-        start_char_idx=int(hit["start"]),
-        end_char_idx=int(hit["end"]),
+        start_char_idx=hit.start,
+        end_char_idx=hit.end,
         excluded_llm_metadata_keys=list(_NOT_FOR_MODELS),
         excluded_embed_metadata_keys=list(_NOT_FOR_MODELS),
     )
-    return NodeWithScore(node=node, score=float(hit["score"]))
+    return NodeWithScore(node=node, score=hit.score)

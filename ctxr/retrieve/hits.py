@@ -21,44 +21,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from ctxr.config import FusionMethod, SearchMode
 from ctxr.types import Hit, RetrieverScore
 
 HITS_SCHEMA: Final = "ctxr.hits/1"
 
-class ScoreRecord(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    score: float = Field(description="the retriever's own score (cosine, BM25, reranker's)")
-    rank: int = Field(description="1-based rank in that retriever's list")
-
-
-class HitRecord(BaseModel):
-    """One hit of `ctxr.hits/1`."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    rank: int = Field(description="1-based, best first")
-    chunk_id: str
-    doc_id: str = Field(description="the document's id: its source path as indexed")
-    source: str = Field(description="the file, as given to `ctxr index`")
-    heading_path: list[str] = Field(description="section trail, or code symbol path")
-    start: int = Field(description="character offset of `text` in the document's text")
-    end: int = Field(description="end offset: document text[start:end] == text")
-    pages: list[int] = Field(description="1-based PDF pages the text spans; [] for other kinds")
-    text: str = Field(description="the chunk (or passage, or parent section), verbatim")
-    context: str = Field(description="the sentences situating the chunk in its document")
-    score: float = Field(description="the fused (or reranked) score the hits are sorted by")
-    scores: dict[str, ScoreRecord] = Field(
-        description="each retriever's own score and rank for this chunk (dense, bm25, bm25_doc, "
-        "rerank)"
-    )
-    expanded: bool = Field(description="text is the hit's whole parent section (expand)")
-    flags: list[str] = Field(
-        description='why a hit is not as asked, e.g. "rerank failed: timeout"; [] when none'
-    )
+# The hit model is `ctxr.types.Hit`, the one the search service returns; pydantic reads its
+# fields and descriptions for the schema, so a hit written here is the hit the Python API gave.
+HitRecord = Hit
+ScoreRecord = RetrieverScore
+_HIT: Final = TypeAdapter(Hit)
 
 
 class HitsResult(BaseModel):
@@ -75,7 +49,7 @@ class HitsResult(BaseModel):
     merge: bool
     expand: bool = Field(description="parent sections were asked for; see hits' `expanded`")
     warnings: list[str] = Field(description="each distinct hit flag once, for a person to read")
-    hits: list[HitRecord]
+    hits: list[Hit]
 
 
 class HitsBatch(BaseModel):
@@ -85,25 +59,6 @@ class HitsBatch(BaseModel):
 
     schema_: Literal["ctxr.hits/1"] = Field(HITS_SCHEMA, alias="schema")
     results: list[HitsResult]
-
-
-def hit_record(hit: Hit) -> HitRecord:
-    return HitRecord(
-        rank=hit.rank,
-        chunk_id=hit.chunk_id,
-        doc_id=hit.doc_id,
-        source=hit.source,
-        heading_path=list(hit.heading_path),
-        start=hit.start,
-        end=hit.end,
-        pages=list(hit.pages),
-        text=hit.text,
-        context=hit.context,
-        score=hit.score,
-        scores={n: ScoreRecord(score=s.score, rank=s.rank) for n, s in hit.scores.items()},
-        expanded=hit.expanded,
-        flags=list(hit.flags),
-    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,7 +87,7 @@ def hits_result(
             "merge": asked.merge,
             "expand": asked.expand,
             "warnings": warnings,
-            "hits": [hit_record(hit) for hit in hits],
+            "hits": list(hits),
         }
     )
 
@@ -144,26 +99,12 @@ def result_json(result: HitsResult | HitsBatch) -> dict[str, Any]:
 
 def hit_json(hit: Hit) -> dict[str, Any]:
     """One hit's JSON object (the framework adapters' unit)."""
-    return hit_record(hit).model_dump(mode="json")
+    data: dict[str, Any] = _HIT.dump_python(hit, mode="json")
+    return data
 
 
 def hit_from_json(data: Any) -> Hit:
     """The `Hit` a `ctxr.hits/1` hit object describes (a served search's answer, shown as a
     local one); raises pydantic's ValidationError for anything else."""
-    record = HitRecord.model_validate(data)
-    return Hit(
-        rank=record.rank,
-        chunk_id=record.chunk_id,
-        doc_id=record.doc_id,
-        source=record.source,
-        start=record.start,
-        end=record.end,
-        heading_path=tuple(record.heading_path),
-        text=record.text,
-        context=record.context,
-        score=record.score,
-        scores={n: RetrieverScore(s.score, s.rank) for n, s in record.scores.items()},
-        flags=tuple(record.flags),
-        pages=tuple(record.pages),
-        expanded=record.expanded,
-    )
+    hit: Hit = _HIT.validate_python(data)
+    return hit

@@ -15,13 +15,13 @@ and the HTTP API are thin layers over this class.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from ctxr.config import FUSIONS, SEARCH_MODES, Settings
+from ctxr.config import Settings
 from ctxr.errors import ConfigError
 from ctxr.index import components, integrity
 from ctxr.index.bm25.weights import query_vector
@@ -30,7 +30,6 @@ from ctxr.index.embed.identifiers import dense_text
 from ctxr.index.filters import PayloadFilter, is_document_level, parse_filters
 from ctxr.index.manifest import Manifest
 from ctxr.index.payload import ChunkPayload
-from ctxr.index.store import factory as store_factory
 from ctxr.index.store.base import ScoredRecord, Store
 from ctxr.retrieve.around import passage_around
 from ctxr.retrieve.expand import expand_parents
@@ -39,11 +38,11 @@ from ctxr.retrieve.passages import merge_adjacent
 from ctxr.retrieve.records import chunk_record, fuse_records, parent_spans, spaces_after
 from ctxr.retrieve.rerank import base as reranking
 from ctxr.retrieve.rerank import registry as rerank_registry
+from ctxr.retrieve.searcher import DOCUMENT_MODE, SearchOptions
+from ctxr.retrieve.shared import close_store, open_store
 from ctxr.types import Hit
 
-# Whole-document BM25 alone, each hit a document's first chunk: for evaluation and diagnosis,
-# not one of the faces' modes (it finds nothing in documents too long to carry the vector).
-DOCUMENT_MODE = "bm25-doc"
+__all__ = ["DOCUMENT_MODE", "SearchService"]
 
 
 class SearchService:
@@ -54,11 +53,13 @@ class SearchService:
         self._embedder = embedder
         self._analyzer = components.make_analyzer(settings)
         self._check_compatible()
-        self._store = store_factory.open_store(settings, self.index_dir, self.manifest.settings.dim)
+        # Lent by the process's one open shard of this index (`ctxr.retrieve.shared`).
+        self._store = open_store(settings, self.index_dir, self.manifest.settings.dim)
+        self._closed = False
         try:  # a damaged shard is named now, not by a traceback in the first search
             integrity.check(self._store, self.manifest, self.index_dir, integrity.OPEN_SAMPLE)
         except BaseException:
-            self._store.close()
+            close_store(self._store)
             raise
         self._rerankers: dict[str, reranking.Reranker] = {}
         self._fusion = FusionParams(settings.rrf_k, settings.weighted_k, settings.fusion_weights,
@@ -104,77 +105,46 @@ class SearchService:
         self.close()
 
     def close(self) -> None:
-        self._store.close()
+        if self._closed:  # a second close must not give back another user's lease
+            return
+        self._closed = True
+        close_store(self._store)
         for reranker in self._rerankers.values():
             reranker.close()
         close_embedder = getattr(self._embedder, "close", None)
         if callable(close_embedder):
             close_embedder()  # an HTTP embedder holds connections
 
-    def search(
-        self,
-        query: str,
-        k: int = 10,
-        mode: str = "hybrid",
-        candidates: int | None = None,
-        fusion: str | None = None,
-        *,
-        filters: Mapping[str, Any] | None = None,
-        merge: bool = False,
-        rerank: str | None = None,
-        expand: bool = False,
-    ) -> list[Hit]:
-        many = self.search_many(
-            [query],
-            k,
-            mode,
-            candidates,
-            fusion,
-            filters=filters,
-            merge=merge,
-            rerank=rerank,
-            expand=expand,
-        )
-        return many[0]
+    def search(self, query: str, *args: Any, **kwargs: Any) -> list[Hit]:
+        """The hits for `query`: a `SearchOptions`, or its fields (`SearchOptions.given`)."""
+        return self.search_many([query], *args, **kwargs)[0]
 
-    def search_many(
-        self,
-        queries: Sequence[str],
-        k: int = 10,
-        mode: str = "hybrid",
-        candidates: int | None = None,
-        fusion: str | None = None,
-        *,
-        filters: Mapping[str, Any] | None = None,
-        merge: bool = False,
-        rerank: str | None = None,
-        expand: bool = False,
-    ) -> list[list[Hit]]:
+    def search_many(self, queries: Sequence[str], *args: Any, **kwargs: Any) -> list[list[Hit]]:
         """Search several queries; their embeddings are computed in one batch.
 
-        `fusion` ("dbsf", "rrf" or "weighted") overrides the configured method for this call;
-        `filters` (see `ctxr.index.filters`) restricts both retrievers to matching chunks;
-        `merge` joins adjacent hits of one document into one passage (so fewer than k may come);
-        `rerank` ("llm", "http", "cross-encoder", "none"; default CTXR_RERANK) reorders the top
+        The options (`ctxr.retrieve.searcher.SearchOptions`, or its fields): `fusion` ("dbsf",
+        "rrf" or "weighted") overrides the configured method for this call; `filters` (see
+        `ctxr.index.filters`) restricts both retrievers to matching chunks; `merge` joins
+        adjacent hits of one document into one passage (so fewer than k may come); `rerank`
+        ("llm", "http", "cross-encoder", "none"; default CTXR_RERANK) reorders the top
         `rerank_candidates` fused hits and keeps k (fused order, flagged, if it fails).
         `expand` replaces each hit that has a parent section (`CTXR_CHUNKING=parent`) by that
         section, hits of one section becoming one (before merging, when both are asked for).
         """
-        reranker = self.reranker(rerank)
-        where = parse_filters(filters)
-        if mode not in SEARCH_MODES and mode != DOCUMENT_MODE:
-            raise ConfigError(f"unknown search mode {mode!r}; use one of {', '.join(SEARCH_MODES)}")
+        options = SearchOptions.given(*args, **kwargs)
+        return self._search(queries, options)
+
+    def _search(self, queries: Sequence[str], options: SearchOptions) -> list[list[Hit]]:
+        k, mode, merge, expand = options.k, options.mode, options.merge, options.expand
+        reranker = self.reranker(options.rerank)
+        where = parse_filters(options.filters)
         if mode == DOCUMENT_MODE and not self.manifest.document_vectors:
             raise ConfigError(
                 f"the index at {self.index_dir} has no whole-document BM25 (it was made before "
                 "it); re-index with --rebuild to get it"
             )
-        fusion = fusion or self.settings.fusion
-        if fusion not in FUSIONS:
-            raise ConfigError(f"unknown fusion {fusion!r}; use one of {', '.join(FUSIONS)}")
-        if k < 1:
-            raise ConfigError(f"k must be at least 1, got {k}")
-        window = candidates or self.settings.candidates
+        fusion = options.fusion or self.settings.fusion
+        window = options.candidates or self.settings.candidates
         depth = max(window, k)
         top = max(k, self.settings.rerank_candidates) if reranker else k
         retrieved = self.retrieve(queries, mode, depth, where)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 import random
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -22,6 +24,13 @@ from ctxr.config import Settings, load_settings
 from ctxr.pipeline.build import build_index
 
 QUERY = {"query": "backup and restore", "k": 3}
+# Another process holding the index open until its stdin closes.
+HOLD = """import sys, ctxr
+service = ctxr.open_index(sys.argv[1], cache_dir=sys.argv[2])
+print("open", flush=True)
+sys.stdin.read()
+service.close()
+"""
 
 
 @pytest.fixture(autouse=True)
@@ -114,10 +123,35 @@ def test_a_second_server_becomes_ready_when_the_first_stops(
     examples_index: BuiltIndex, tmp_path: Path
 ) -> None:
     settings = _copy(examples_index, tmp_path / "idx")
+    # The first holder is another process: in one process, services share the open shard.
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(settings.index_dir), str(settings.cache_dir)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "open"
+        with TestClient(create_app(settings)) as second:
+            waiting = second.get("/health")
+            reason = waiting.json()["reason"]
+            assert waiting.status_code == 503 and "in use" in reason
+            assert f"pid {holder.pid}" in reason  # the holder named, not guessed at
+            assert holder.stdin is not None
+            holder.stdin.close()  # the first holder stops, releasing the shard
+            assert holder.wait(timeout=60) == 0
+            assert second.get("/health").status_code == 200
+            assert second.post("/search", json=QUERY).status_code == 200
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait()
+
+
+def test_two_servers_in_one_process_share_the_index(
+    examples_index: BuiltIndex, tmp_path: Path
+) -> None:
+    settings = _copy(examples_index, tmp_path / "idx")
     with TestClient(create_app(settings)) as first, TestClient(create_app(settings)) as second:
         assert first.get("/health").status_code == 200
-        waiting = second.get("/health")
-        assert waiting.status_code == 503 and "in use" in waiting.json()["reason"]
-        first.__exit__(None, None, None)  # the first server stops, releasing the shard
         assert second.get("/health").status_code == 200
+        first.__exit__(None, None, None)  # the other keeps the shard open
         assert second.post("/search", json=QUERY).status_code == 200
