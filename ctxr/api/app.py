@@ -60,6 +60,7 @@ from ctxr.errors import ConfigError, CtxrError
 from ctxr.index.owner import Owner
 from ctxr.retrieve.hits import Asked, HitsBatch, HitsResult, hits_result, result_json
 from ctxr.retrieve.rerank.registry import resolve as resolve_reranker
+from ctxr.retrieve.searcher import SearchOptions
 from ctxr.retrieve.service import SearchService
 
 if TYPE_CHECKING:
@@ -152,10 +153,10 @@ def create_app(
             access["query_text"] = texts
         started = time.perf_counter()
         results = await run_in_threadpool(
-            lambda: svc.search_many(
-                texts, body.k, body.mode, body.candidates, fusion,
+            lambda: svc.search_many(texts, SearchOptions(
+                body.k, body.mode, body.candidates, fusion,
                 filters=body.filters, merge=body.merge, rerank=body.rerank, expand=body.expand,
-            )
+            ))
         )  # fmt: skip
         took_ms = (time.perf_counter() - started) * 1000
         asked = Asked(body.mode, fusion, body.k, body.merge, body.expand)
