@@ -63,7 +63,10 @@ class TestServed:
     ) -> None:
         retriever = CtxrRetriever(base_url=served_url, api_token=TOKEN, k=3)
         _check(retriever.invoke(QUERY), expected["plain"])
-        _check(asyncio.run(retriever.ainvoke(QUERY)), expected["plain"])
+        for _ in range(2):  # one event loop after another: no client is kept from the first
+            _check(asyncio.run(retriever.ainvoke(QUERY)), expected["plain"])
+        assert len(retriever.invoke(QUERY, k=1)) == 1  # k for this call alone
+        assert len(asyncio.run(retriever.ainvoke(QUERY, k=2))) == 2
         filtered = CtxrRetriever(base_url=served_url, api_token=TOKEN, k=5, filters=FILTERS)
         _check(filtered.invoke("cache"), expected["filtered"])
         retriever.close()
@@ -98,3 +101,7 @@ def test_construction_errors_name_the_fix(tmp_path: Path) -> None:
         CtxrRetriever(index_dir=tmp_path / "none").invoke(QUERY)
     with pytest.raises(ConfigError, match="query must be a non-empty string"):
         CtxrRetriever(index_dir=tmp_path / "none").invoke("  ")
+    with pytest.raises(ConfigError, match=r"unknown search option\(s\) \['top_n'\]"):
+        CtxrRetriever(index_dir=tmp_path / "none").invoke(QUERY, top_n=3)
+    with pytest.raises(ConfigError, match="k must be at least 1"):
+        CtxrRetriever(index_dir=tmp_path / "none").invoke(QUERY, k=0)
