@@ -121,7 +121,7 @@ class ContextualChunk:
 class RetrieverScore:
     """One retriever's opinion of a hit: its raw score and its 1-based rank."""
 
-    __pydantic_config__: ClassVar[ConfigDict] = ConfigDict(extra="forbid", title="ScoreRecord")
+    __pydantic_config__: ClassVar[ConfigDict] = ConfigDict(extra="forbid")
 
     score: Annotated[
         float, Field(description="the retriever's own score (cosine, BM25, reranker's)")
@@ -138,7 +138,7 @@ class Hit:
     Python API returns cannot drift apart. The descriptions below are the schema's.
     """
 
-    __pydantic_config__: ClassVar[ConfigDict] = ConfigDict(extra="forbid", title="HitRecord")
+    __pydantic_config__: ClassVar[ConfigDict] = ConfigDict(extra="forbid")
 
     rank: Annotated[int, Field(description="1-based, best first")]
     chunk_id: str

@@ -153,3 +153,25 @@ def test_mcp_search_tool(small_index: Settings) -> None:
     assert not result.is_error
     _check(result.structured_content, PDF_QUERY)
     _pdf_hit(result.structured_content)
+
+
+def test_the_python_api_hit_is_the_schema_hit(small_index: Settings) -> None:
+    # One hit model: what `ctxr.Client` returns is what every face writes, field for field,
+    # and a written hit reads back as the same `Hit` (as a served search's hits do).
+    import dataclasses
+
+    from pydantic import ValidationError
+
+    from ctxr.client import Client
+    from ctxr.retrieve.hits import hit_from_json, hit_json
+    from ctxr.types import Hit
+
+    assert {f.name for f in dataclasses.fields(Hit)} == set(HIT)
+    with Client(settings=small_index) as client:
+        hits = client.search(PDF_QUERY, k=3)
+    assert hits and all(isinstance(h, Hit) for h in hits)
+    for hit in hits:
+        data = hit_json(hit)
+        assert set(data) == set(HIT) and hit_from_json(data) == hit
+    with pytest.raises(ValidationError, match="colour"):
+        hit_from_json({**hit_json(hits[0]), "colour": "red"})
