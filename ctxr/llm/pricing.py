@@ -105,6 +105,14 @@ class PriceTable:
         """Dollars for `usage` on `model`; `batch` applies the provider's Batch API discount."""
         return self.get(model).cost(usage, batch)
 
+    def with_free(self, model: str, provider: str) -> PriceTable:
+        """This table with `model` at $0 (a model served locally), unless it has a price."""
+        if model in self:
+            return self
+        free = ModelPrice(provider, 0.0, 0.0, 0.0, 0.0)
+        sources = {**self.sources, model: "served locally: $0"}
+        return replace(self, prices={**self.prices, model: free}, sources=sources)
+
 
 def _number(value: object, where: str, name: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):

@@ -40,6 +40,7 @@ class ServerLimits:
     context_tokens: int | None
     output_tokens: int | None = None
     source: str = ""
+    slots: int | None = None  # requests the server runs at once (llama.cpp's --parallel)
 
 
 def _positive(value: object) -> int | None:
@@ -62,7 +63,7 @@ def llamacpp_props(body: Any) -> ServerLimits | None:
         return None
     slots = _positive(body.get("total_slots"))
     where = f"llama.cpp /props (n_ctx per slot{f', {slots} slots' if slots else ''})"
-    return ServerLimits(window, output, where)
+    return ServerLimits(window, output, where, slots)
 
 
 def openai_models(body: Any, model: str) -> ServerLimits | None:

@@ -29,11 +29,13 @@ from ctxr.index.embed.base import Embedder
 from ctxr.index.manifest import MANIFEST_NAME, Manifest
 from ctxr.llm.base import LLM, PromptGroup, RequestCounter, Usage
 from ctxr.llm.clients import PLACEHOLDER_KEY
+from ctxr.llm.local import is_local_url
 from ctxr.llm.pricing import ModelPrice, load_prices
 from ctxr.llm.registry import (
     DEFAULT_MODELS,
     PROVIDERS,
     choose_provider,
+    configured_base_url,
     make_counter,
     make_llm,
 )
@@ -63,6 +65,14 @@ def default_model(settings: Settings) -> str:
     if settings.llm_model:
         return settings.llm_model
     return DEFAULT_MODELS[choose_provider(settings.llm_provider) or PROVIDERS[0]]
+
+
+def _served_locally(settings: Settings) -> str | None:
+    """The configured provider, when its base URL is a server on this machine or network."""
+    provider = choose_provider(settings.llm_provider)
+    if provider is not None and is_local_url(configured_base_url(provider)):
+        return provider
+    return None
 
 
 def estimate_paths(paths: Sequence[str | Path], settings: Settings, **options: Any) -> Estimate:
@@ -98,6 +108,9 @@ def estimate_documents(
     an empty list estimates the documents and embeddings only). Writes nothing."""
     prices = load_prices(settings.prices_file)
     chosen = [default_model(settings)] if models is None else list(dict.fromkeys(models))
+    free = _served_locally(settings) if models is None else None
+    if free is not None and chosen[0] not in prices:  # a local server bills nothing
+        prices = prices.with_free(chosen[0], free)
     for model in chosen:
         prices.get(model)  # an unknown model fails before any work, saying how to add a price
     out = DEFAULT_OUTPUT_TOKENS if output_tokens is None else output_tokens
@@ -107,6 +120,9 @@ def estimate_documents(
     embedder = embedder or components.make_embedder(settings)
     count = len(documents)
     result = Estimate(out, source, embedder.name, prices.prices_read, count, count)
+    if free is not None and prices.sources.get(chosen[0]) == "served locally: $0":
+        result.notes.append(f"priced at $0: {chosen[0]} is served locally (CTXR_PRICES_FILE "
+                            "gives it a price)")  # fmt: skip
     index_dir = Path(settings.index_dir)
     manifest = None
     if not ignore_manifest and (index_dir / MANIFEST_NAME).exists():

