@@ -37,10 +37,10 @@ from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from fastapi.security import HTTPBearer
 from starlette.concurrency import run_in_threadpool
 
 from ctxr.api.client import UPDATE_PATH
+from ctxr.api.docs_assets import add_docs_routes
 from ctxr.api.guard import ACCESS_KEY, AUTHORISED_KEY, Guard
 from ctxr.api.holder import ServiceHolder
 from ctxr.api.hosts import HostPolicy
@@ -53,6 +53,7 @@ from ctxr.api.models import (
     StatsResponse,
     search_request_model,
 )
+from ctxr.api.openapi import complete_schema
 from ctxr.api.protocol import server_config
 from ctxr.api.stats import stats_response
 from ctxr.config import Settings
@@ -82,6 +83,7 @@ Service = Annotated[SearchService, Depends(_service)]
 
 
 PAID_RERANKERS = frozenset({"llm", "http"})  # one provider call per query reranked
+OPEN_PATHS = frozenset({"/health"})  # answered without the token (saying less without it)
 
 
 def create_app(
@@ -108,15 +110,18 @@ def create_app(
         finally:
             await run_in_threadpool(holder.close)
 
-    # Only documents the scheme for /docs; Guard does the checking, for every path.
-    security = [Depends(HTTPBearer(auto_error=False))] if token else []
     app = FastAPI(
         title="ctxr",
         summary="Hybrid (dense + BM25) search over a contextual-retrieval index",
         version=_version(),
         lifespan=lifespan,
-        dependencies=security,
+        docs_url=None,  # FastAPI's pages load from a CDN; add_docs_routes serves them itself
+        redoc_url=None,
     )
+    private = frozenset({UPDATE_PATH}) if owner else frozenset()
+    # Guard does the checking, for every path; the schema says what it answers.
+    complete_schema(app, token=token is not None, open_paths=OPEN_PATHS, private_paths=private)
+    add_docs_routes(app)
     app.state.holder = holder
     app.add_middleware(
         Guard,
@@ -124,7 +129,8 @@ def create_app(
         max_body_bytes=settings.api_max_body_bytes,
         log_requests=settings.api_access_log,
         owner_token=owner.token if owner else None,
-        private_paths=frozenset({UPDATE_PATH}) if owner else frozenset(),
+        open_paths=OPEN_PATHS,
+        private_paths=private,
         update_token=update_token,
         hosts=hosts,
         body_timeout=settings.api_body_timeout,
@@ -175,11 +181,11 @@ def create_app(
         response_model=HitsResult | HitsBatch,  # for the schema at /openapi.json and /docs
         responses={
             **_UNAVAILABLE,
-            401: {"model": ErrorResponse, "description": "missing or wrong bearer token"},
-            413: {"model": ErrorResponse, "description": "body over CTXR_API_MAX_BODY_BYTES"},
             422: {
-                "description": "a field over a limit, or more queries than a paid reranker "
-                "may rerank (CTXR_API_MAX_RERANK_QUERIES)"
+                "model": ErrorResponse,
+                "description": "a field over a limit or not as the schema says (`detail`: a "
+                "list naming each field), or more queries than a paid reranker may rerank "
+                "(CTXR_API_MAX_RERANK_QUERIES; `detail`: a sentence)",
             },
         },
     )(search)

@@ -35,6 +35,7 @@ from starlette.concurrency import run_in_threadpool
 
 from ctxr.api.client import UPDATE_PATH
 from ctxr.api.holder import ServiceHolder
+from ctxr.api.models import ErrorResponse
 from ctxr.config import Settings
 from ctxr.errors import IndexNotFoundError
 from ctxr.index import components
@@ -55,8 +56,21 @@ class UpdateRequest(BaseModel):
     cwd: str = Field(description="the watcher's working directory")
 
 
+# What the endpoint itself answers besides its report (the guard's 401/403 are added to the
+# schema by `ctxr.api.openapi`); the body is {"detail": a sentence}.
+_ANSWERS: dict[int | str, dict[str, Any]] = {
+    status: {"model": ErrorResponse, "description": why}
+    for status, why in [
+        (403, "a root outside those the index was built from or the server may read"),
+        (409, "the watcher runs in another directory and names relative paths"),
+        (410, "the index was deleted: the watcher stops"),
+        (503, "the index cannot be used"),
+    ]
+}
+
+
 def add_live_routes(app: FastAPI, holder: ServiceHolder, settings: Settings) -> None:
-    @app.post(UPDATE_PATH)
+    @app.post(UPDATE_PATH, responses=_ANSWERS)
     async def update(body: UpdateRequest) -> dict[str, Any]:
         """Re-index the changed paths under the watched roots (for `ctxr watch`)."""
         mismatch = cwd_mismatch(body.roots, body.cwd, os.getcwd())
