@@ -21,6 +21,7 @@ from fakes.llm_window import ServerKind
 from fakes.llm_wire import asked_ids, count_request_tokens, named_answer
 
 from ctxr.config import load_settings
+from ctxr.enrich.situate.contexts import llm_timeout
 from ctxr.enrich.situate.fit import Fit
 from ctxr.enrich.situate.ledger import Ledger
 from ctxr.enrich.situate.plan import PlanOptions, plan_requests
@@ -28,7 +29,7 @@ from ctxr.enrich.situate.prompt import PROMPT_VERSION, document_part
 from ctxr.enrich.situate.queue import situate_documents
 from ctxr.enrich.situate.results import SituateResult
 from ctxr.llm.error_map import context_length
-from ctxr.llm.local import is_local_url
+from ctxr.llm.local import LOCAL_TIMEOUT_SECONDS, is_local_url
 from ctxr.llm.registry import make_llm
 from ctxr.llm.server_limits import discover
 from ctxr.pipeline.build import build_index
@@ -304,3 +305,38 @@ def test_the_estimate_prices_a_locally_served_model_at_zero(
     [model] = estimate.models
     assert model.model == "smollm2" and model.dollars() == 0.0
     assert any(n.startswith("priced at $0: smollm2 is served locally") for n in estimate.notes)
+
+
+def test_a_local_server_waits_longer_unless_a_timeout_is_set(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("CTXR_LLM_TIMEOUT", raising=False)
+    defaults = load_settings()
+    assert llm_timeout(defaults, "http://127.0.0.1:8080/v1") == LOCAL_TIMEOUT_SECONDS == 600
+    assert llm_timeout(defaults, "https://api.openai.com/v1") == 60
+    assert llm_timeout(defaults, None) == 60
+    monkeypatch.setenv("CTXR_LLM_TIMEOUT", "45")
+    assert llm_timeout(load_settings(), "http://localhost:11434/v1") == 45
+
+
+def test_a_timed_out_chunk_names_the_timeout_setting(
+    fake_llm_factory: Callable[..., FakeLLMServer],
+) -> None:
+    server = fake_llm_factory(respond=_answer)
+    server.inject("slow", times=10, delay_s=5.0)
+    llm = make_llm("openai", MODEL, api_key="test", base_url=server.openai_base_url, timeout=0.2)
+    ledger = Ledger()
+
+    async def go() -> dict[str, SituateResult]:
+        try:
+            return await situate_documents(
+                [_document("a.md", 1)], llm, ledger=ledger, prompt_version=PROMPT_VERSION,
+                count_tokens=COUNT, max_attempts=1,
+            )  # fmt: skip
+        finally:
+            await llm.aclose()
+
+    [result] = asyncio.run(go()).values()
+    assert result.kind == "outline"
+    [(_, error)] = ledger.failures
+    assert "timed out after 0.2 s" in error and "raise CTXR_LLM_TIMEOUT" in error

@@ -111,13 +111,10 @@ def situate_all(
     assert plan.provider is not None and plan.model is not None
     base_url = configured_base_url(plan.provider)
     local = is_local_url(base_url)
-    timeout = settings.llm_timeout
-    if local and "llm_timeout" not in settings.model_fields_set:
-        timeout = LOCAL_TIMEOUT_SECONDS  # a CPU server takes minutes where an API takes seconds
     llm = make_llm(
         plan.provider,
         plan.model,
-        timeout=timeout,
+        timeout=llm_timeout(settings, base_url),
         max_output_tokens=settings.llm_max_output_tokens,
     )
     said = _server_limits(plan.provider, plan.model, base_url, settings, progress)
@@ -205,6 +202,14 @@ def situate_all(
     if first_error is None and ledger.flag_details:
         first_error = f"the answer was no context: {ledger.flag_details[0]}"
     return ContextRun(situated, incomplete, ledger.summary(), first_error)
+
+
+def llm_timeout(settings: Settings, base_url: str | None) -> float:
+    """Seconds a request may take: CTXR_LLM_TIMEOUT when set; unset, longer for a local base
+    URL, where a CPU server takes minutes that an API takes seconds for (`ctxr.llm.local`)."""
+    if is_local_url(base_url) and "llm_timeout" not in settings.model_fields_set:
+        return LOCAL_TIMEOUT_SECONDS
+    return settings.llm_timeout
 
 
 def _free(usage: object) -> float:
