@@ -79,11 +79,14 @@ class SearchOptions:
 class Searcher(Protocol):
     """A search over one index: the local service or a served index's HTTP client."""
 
-    def search(self, query: str, *args: Any, **kwargs: Any) -> list[Hit]:
-        """The hits for `query`; options as `SearchOptions.given` reads them."""
+    def search(self, query: str, options: SearchOptions = ..., /) -> list[Hit]:
+        """The hits for `query` (implementations also take the options' fields by name, as
+        `SearchOptions.given` reads them)."""
         ...
 
-    def search_many(self, queries: Sequence[str], *args: Any, **kwargs: Any) -> list[list[Hit]]:
+    def search_many(
+        self, queries: Sequence[str], options: SearchOptions = ..., /
+    ) -> list[list[Hit]]:
         """Each query's hits, in the order asked (embedded or sent as one batch)."""
         ...
 
