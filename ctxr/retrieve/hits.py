@@ -9,7 +9,7 @@ doc_id, heading trail, character offsets, PDF pages), what it says (text, contex
 ranks (fused score, each retriever's score and rank) and how it was shaped (`expanded`,
 `flags`). Every key is always present, with an empty list or null when it has nothing to say,
 so a client reads one shape. A change that removes or retypes a key is a new version
-(``ctxr.hits/2``); adding a key is not. The README's "Hit schema" section documents it.
+(``ctxr.hits/2``); adding a key is not. docs/reference/hits.md documents it.
 
 `hits_result` builds the model and `result_json` serialises it: the CLI, the HTTP API and the
 MCP server call these two and nothing else, so the shape cannot drift between them.
@@ -30,6 +30,7 @@ HITS_SCHEMA: Final = "ctxr.hits/1"
 
 # The hit model is `ctxr.types.Hit`, the one the search service returns; pydantic reads its
 # fields and descriptions for the schema, so a hit written here is the hit the Python API gave.
+# The schema's own names for its parts, kept for code that imports them: the same classes.
 HitRecord = Hit
 ScoreRecord = RetrieverScore
 _HIT: Final = TypeAdapter(Hit)
