@@ -223,7 +223,11 @@ def test_per_chunk_contexts_usage_prefix_cache_and_validation(llamacpp: str, cor
     env = _env(llamacpp, CTXR_LLM_GROUP_SIZE="1", CTXR_LLM_CONCURRENCY="1")
     status, report, ledger = _index(corpus, env)
     summary = report["contexts"]
-    assert status == 0 and report["documents_indexed"] == 2
+    assert report["documents_indexed"] == 2
+    # Asked alone, SmolLM2 often answers most chunks with no context: such a run is a failed
+    # one (exit 1, said on stderr), whatever else it wrote.
+    unusable = summary["flagged"] >= summary["contexts"] + summary["response_cache_hits"]
+    assert status == (1 if unusable else 0)
     assert (summary["provider"], summary["model"]) == ("openai", MODEL)
     chunks = report["chunks_written"]
     assert chunks >= 5 and summary["failures"] == 0
