@@ -16,7 +16,7 @@ from ctxr.enrich.situate.outline import outline_context
 from ctxr.enrich.situate.queue import situate_documents
 from ctxr.enrich.situate.response_cache import ResponseCache
 from ctxr.enrich.situate.results import Backoff, SituateResult
-from ctxr.errors import ProviderError
+from ctxr.errors import ProviderError, StorageError
 from ctxr.llm.base import Usage
 from ctxr.llm.ratelimit import RateLimiter, RateLimits
 from ctxr.types import Chunk, Document, chunk_id_for, text_hash
@@ -471,3 +471,25 @@ def test_the_ledger_is_written_as_the_run_goes(
     assert max(int(str(s["requests"])) for s in seen) > 1
     final = json.loads(ledger_file.read_text())["summary"]
     assert final["interrupted"] is False and final["requests"] == 12
+
+
+def test_a_disk_that_fills_mid_run_is_a_storage_error_and_every_answer_before_stays(
+    tmp_path: Path,
+) -> None:
+    """The response cache refusing a write (a full disk: SQLite's own page limit, the same
+    "database or disk is full" a real one gives) stops the run with the named error, not an
+    ExceptionGroup traceback out of the queue's task group, and keeps what was written."""
+    documents = corpus(4, 6, words_per_chunk=60)
+    with ResponseCache(tmp_path / "cache") as cache:
+        cache.put("first", "an answer paid for before the disk filled " * 4)
+        pages = int(cache._cache._sql("PRAGMA page_count").fetchone()[0])
+        cache._cache.reset("sqlite_max_page_count", pages)  # the disk is full from here
+        with pytest.raises(StorageError, match="LLM response cache"):
+            run(documents, ScriptedLLM(min_cacheable_tokens=100), cache=cache, concurrency=4)
+        cache._cache.reset("sqlite_max_page_count", 2**30)  # room again
+    with ResponseCache(tmp_path / "cache") as cache:  # room again: nothing was set aside
+        assert cache.get("first") is not None
+        results = run(documents, ScriptedLLM(min_cacheable_tokens=100), cache=cache)
+    assert set(results) == {c.chunk_id for c in all_chunks(documents)}
+    assert not any(r.flagged for r in results.values())
+    assert not list(tmp_path.glob("cache.damaged-*"))

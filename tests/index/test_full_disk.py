@@ -154,3 +154,21 @@ def test_a_manifest_that_cannot_be_saved_names_the_disk_and_the_old_one_stands(
         manifest.save(index_dir)
     assert (index_dir / MANIFEST_NAME).read_bytes() == before  # atomic: the old one stands
     assert not list(index_dir.glob("*.tmp"))
+
+
+def test_a_ledger_the_disk_cannot_take_is_named_and_the_old_one_stands(small_disk: Path) -> None:
+    from ctxr.enrich.situate.ledger import Ledger
+
+    ledger = Ledger(small_disk / "ledger.json")
+    ledger.begin("anthropic", "claude-haiku-4-5", "situate/1", None)
+    ledger.finish()
+    ledger.write()
+    before = (small_disk / "ledger.json").read_text()
+    _fill(small_disk, 0)
+    for i in range(2000):  # a ledger larger than what is left (nothing)
+        ledger.add_prefix(f"doc-{i}", f"docs/doc-{i}.md", chunks=3, tokens=900, cached=True)
+    with pytest.raises(StorageError, match="LLM ledger") as raised:
+        ledger.write()
+    assert "is full" in str(raised.value)
+    assert (small_disk / "ledger.json").read_text() == before
+    assert not list(small_disk.glob("*.tmp"))

@@ -10,6 +10,7 @@ ledger as JSON in a `finally`, so a run that is interrupted still leaves its acc
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -19,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from ctxr.disk import refusal, storage_error
 from ctxr.llm.base import Usage
 
 LEDGER_DIR = "ledgers"
@@ -313,8 +315,18 @@ class Ledger:
         target = Path(path) if path is not None else self.path
         if target is None:
             return None
-        target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_name(target.name + ".tmp")
-        tmp.write_text(json.dumps(self.to_json(), indent=2, ensure_ascii=False) + "\n")
-        os.replace(tmp, target)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp.write_text(json.dumps(self.to_json(), indent=2, ensure_ascii=False) + "\n")
+            os.replace(tmp, target)
+        except OSError as exc:
+            # A disk that refuses the ledger is named as such; the old ledger stands and the
+            # answers are in the response cache already, so nothing paid for is lost.
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)
+            kind = refusal(exc)
+            if kind is None:
+                raise
+            raise storage_error(target, "LLM ledger", kind, detail=str(exc)) from exc
         return target

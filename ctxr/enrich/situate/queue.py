@@ -74,7 +74,7 @@ from ctxr.enrich.situate.sender import (
 )
 from ctxr.enrich.situate.validate import DEFAULT_MAX_TOKENS, Verdict, check_context
 from ctxr.enrich.situate.window import Prefix, around, outline_text
-from ctxr.errors import ContextLengthError, ProviderError
+from ctxr.errors import ContextLengthError, CtxrError, ProviderError
 from ctxr.llm.base import LLM, CacheTTL, Completion, CompletionRequest
 from ctxr.llm.ratelimit import Priority, RateLimiter, RateLimits
 from ctxr.progress import NullProgress, Progress
@@ -493,9 +493,17 @@ async def situate_documents(
             )
         run.progress.start(PHASE, sum(run.left.values()))
         run.start(plan)
-        async with asyncio.TaskGroup() as group:
-            for unit in plan.units:
-                group.create_task(run.run_unit(unit))
+        try:
+            async with asyncio.TaskGroup() as group:
+                for unit in plan.units:
+                    group.create_task(run.run_unit(unit))
+        except BaseExceptionGroup as failed:
+            # A task group wraps what stopped it; a named error (a full disk under the
+            # response cache) must reach the user as itself, not as a group's traceback.
+            named = _first_named(failed)
+            if named is None:
+                raise
+            raise named from None
         interrupted = False
     finally:
         if isinstance(sender, BatchSender):
@@ -504,3 +512,15 @@ async def situate_documents(
         ledger.write()
         run.note()
     return run.results
+
+
+def _first_named(group: BaseExceptionGroup[BaseException]) -> CtxrError | None:
+    """The first of ctxr's own errors inside `group` (nested task groups included)."""
+    for exc in group.exceptions:
+        if isinstance(exc, CtxrError):
+            return exc
+        if isinstance(exc, BaseExceptionGroup):
+            inner = _first_named(exc)
+            if inner is not None:
+                return inner
+    return None
