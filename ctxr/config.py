@@ -44,7 +44,7 @@ class Settings(BaseSettings):
 
     index_dir: Path = Field(Path(".ctxr"), description="where the index lives")
     # Splitting: the local MiniLM reads 256 word pieces at most, so chunks default to a budget
-    # that leaves room for the context prefix (see docs/DEPENDENCIES.md).
+    # that leaves room for the context prefix (see docs/explanation/dependencies.md).
     chunk_tokens: int = Field(200, ge=16, le=8192, description="chunk budget in tiktoken tokens")
     chunk_overlap: int | None = Field(None, ge=0, description="overlap tokens; default per kind")
     # Per-kind budgets override chunk_tokens for those kinds: "code=300,markdown=400" in the
@@ -130,8 +130,8 @@ class Settings(BaseSettings):
     )
     llm_max_output_tokens: int = Field(200, ge=16, le=4096, description="per context")
     # Grouped situating (ctxr.enrich.situate.plan): several chunks of one document per request.
-    # 64 by cost (bench/context_cost.py, docs/BENCHMARKS.md): most documents are then one
-    # request, below the cache minimum as above it; 1 is Anthropic's published method.
+    # 64 by cost (bench/context_cost.py, docs/explanation/benchmarks.md): most documents are then
+    # one request, below the cache minimum as above it; 1 is Anthropic's published method.
     llm_group_size: int = Field(
         64, ge=1, le=64, description="chunks situated per LLM request; 1 = one request per chunk"
     )
@@ -160,7 +160,7 @@ class Settings(BaseSettings):
     prices_file: Path | None = Field(None, description="JSON that adds or overrides model prices")
     # 8, not 32: onnxruntime's arena keeps the largest batch's activations (attention grows
     # with batch x 256 x 256 x 12 heads), so 32 held 1.47 GB where 8 holds 0.53 GB, no slower on
-    # length-sorted batches (docs/BENCHMARKS.md, "Embedding memory").
+    # length-sorted batches (docs/explanation/benchmarks.md, "Embedding memory").
     embed_batch_size: int = Field(8, ge=1, le=1024)
     embed_threads: int | None = Field(None, ge=1, description="onnxruntime threads")
     # Dense vectors: the local ONNX MiniLM, or OpenAI / any OpenAI-compatible /v1/embeddings
@@ -199,7 +199,8 @@ class Settings(BaseSettings):
     doc_bm25_weight: float = Field(
         0.5, gt=0, description="DBSF/RRF weight of the document BM25 ranking (the others 1)"
     )
-    # DBSF by default: on anthropic-codebase and SciFact it beat RRF k=60 (docs/EVALUATION.md).
+    # DBSF by default: on anthropic-codebase and SciFact it beat RRF k=60
+    # (docs/explanation/evaluation.md).
     fusion: FusionMethod = Field("dbsf", description="how hybrid search fuses the two rankings")
     rrf_k: int = Field(60, ge=0, description="reciprocal rank fusion constant")
     # Weighted rank fusion as in Anthropic's contextual-retrieval reference: sum w / (k + rank)
@@ -215,8 +216,8 @@ class Settings(BaseSettings):
         50, ge=1, le=10_000, description="top-N per retriever fused (DBSF normalises over them)"
     )
     # 256, not 128: recall@10 vs exact on SciFact's real MiniLM vectors is 0.997 at 128 but
-    # 0.989 at 128 / 0.992 at 256 at 100k points (bench/hnsw_recall.py, docs/BENCHMARKS.md),
-    # for about 0.2 ms more per dense query.
+    # 0.989 at 128 / 0.992 at 256 at 100k points (bench/hnsw_recall.py,
+    # docs/explanation/benchmarks.md), for about 0.2 ms more per dense query.
     hnsw_ef: int = Field(256, ge=1, description="HNSW search breadth once the index is built")
     optimize_min_points: int = Field(
         10_000, ge=0, description="build HNSW after a run once the index holds this many points"

@@ -5,9 +5,9 @@ runs in Starlette's thread pool, so the event loop keeps serving while ONNX and 
 No lock is taken around the service: the embedder guards its own loading, onnxruntime's `run`
 and a configured tokenizer may be shared between threads, and the qdrant-edge shard answers
 concurrent reads from 16 threads with the same rankings as one thread (measured; see
-docs/BENCHMARKS.md). An index that is missing or does not match the settings does not stop the
-app: it starts, `/health` answers 503 with the reason, and so do the endpoints that need the
-index.
+docs/explanation/benchmarks.md). An index that is missing or does not match the settings does
+not stop the app: it starts, `/health` answers 503 with the reason, and so do the endpoints that
+need the index.
 
 A request may name a reranker (`rerank`); one that fails or times out returns the fused order
 with every hit flagged, never an error. A paid reranker (llm, http) makes one call per query, so

@@ -65,7 +65,8 @@ class SearchRequestBase(BaseModel):
         None,
         json_schema_extra={"anyOf": [FILTERS_SCHEMA, {"type": "null"}]},
         description='payload filters applied inside both retrievers, e.g. {"source": "docs/", '
-        '"kind": ["markdown", "text"], "token_count": {"gte": 50}}; see README "Filters"',
+        '"kind": ["markdown", "text"], "token_count": {"gte": 50}}; see the docs\' "Filter a '
+        'search" guide',
     )
     merge: bool = Field(False, description="merge adjacent hits of one document into passages")
     expand: bool = Field(False, description="return each hit's parent section (parent chunking)")

@@ -9,7 +9,7 @@ land on one of its chunks:
   document neither of them returned lands on its carrier;
 - "carrier": on the carrier, always (its first chunk, whatever the other rankings say).
 
-Which is better was measured on SciFact's train queries (docs/EVALUATION.md).
+Which is better was measured on SciFact's train queries (docs/explanation/evaluation.md).
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ Two families, both parameter-light:
   `window` scores (the search's `candidates`), not over however deep the search fetched: a
   deep list's long tail of weak scores drags the mean down and widens the spread, by amounts
   that differ between cosine and BM25, so asking for more hits would shift the retrievers'
-  balance and reorder the first ones (SciFact train: docs/EVALUATION.md).
+  balance and reorder the first ones (SciFact train: docs/explanation/evaluation.md).
 
 Each fused item keeps every retriever's score and rank, so a caller can show why a hit came
 back.

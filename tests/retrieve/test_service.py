@@ -69,7 +69,8 @@ def test_hybrid_beats_or_equals_each_single_retriever(service: SearchService) ->
 
     Judged by MRR@10 and recall@10. A third of the set are paraphrases that share no word with
     their answer, so BM25 finds nothing for some of them; at recall@5 fused lists still lose a
-    few of those to dense alone (numbers in docs/EVALUATION.md), which the message shows.
+    few of those to dense alone (numbers in docs/explanation/evaluation.md), which the message
+    shows.
     """
     queries = _judged()
     texts = [q["query"] for q in queries]
