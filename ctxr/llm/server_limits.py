@@ -21,15 +21,17 @@ tests pin them against the real servers' answers.
 
 from __future__ import annotations
 
+import json
 import re
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-import httpx
-
 PROBE_TIMEOUT_SECONDS = 5.0
+_MAX_PROBE_BYTES = 4 * 2**20  # a model list or /props is kilobytes; never read more
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,16 +131,11 @@ def server_root(base_url: str) -> str:
     return root[: -len("/v1")] if root.endswith("/v1") else root
 
 
-def discover(
-    base_url: str,
-    model: str,
-    *,
-    api_key: str | None = None,
-    transport: httpx.BaseTransport | None = None,
-) -> ServerLimits | None:
+def discover(base_url: str, model: str, *, api_key: str | None = None) -> ServerLimits | None:
     """The window and output limit the server at `base_url` reports for `model`, trying each
     kind of server in turn; None when none answers (nothing is raised: a server that does not
-    say is not an error)."""
+    say is not an error). The standard library's HTTP client: this runs in `ctxr index` on the
+    embedded default, which installs no HTTP library of its own."""
     root = server_root(base_url)
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     probes: list[tuple[str, str, dict[str, Any] | None, Callable[[Any], ServerLimits | None]]] = [
@@ -148,17 +145,28 @@ def discover(
         ("POST", f"{root}/api/show", {"model": model}, ollama_show),
         ("GET", f"{root}/api/ps", None, lambda body: ollama_ps(body, model)),
     ]
-    with httpx.Client(
-        timeout=PROBE_TIMEOUT_SECONDS, headers=headers, transport=transport
-    ) as client:
-        for method, url, payload, parse in probes:
-            try:
-                answer = client.request(method, url, json=payload)
-                if answer.status_code != 200:
-                    continue
-                found = parse(answer.json())
-            except (httpx.HTTPError, ValueError):
-                continue
-            if found is not None:
-                return found
+    for method, url, payload, parse in probes:
+        body = _get_json(method, url, payload, headers)
+        if body is None:
+            continue
+        found = parse(body)
+        if found is not None:
+            return found
     return None
+
+
+def _get_json(
+    method: str, url: str, payload: dict[str, Any] | None, headers: dict[str, str]
+) -> Any:
+    """The JSON a 200 answer carries, or None for anything else (refused, absent, not JSON)."""
+    data = json.dumps(payload).encode() if payload is not None else None
+    request = urllib.request.Request(url, data=data, method=method, headers=dict(headers))
+    if data is not None:
+        request.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(request, timeout=PROBE_TIMEOUT_SECONDS) as answer:
+            if answer.status != 200:
+                return None
+            return json.loads(answer.read(_MAX_PROBE_BYTES))
+    except (OSError, ValueError, urllib.error.URLError):
+        return None  # HTTPError (a 404 from a server of another kind) is a URLError
