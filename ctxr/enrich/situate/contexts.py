@@ -126,19 +126,20 @@ def situate_all(
         # More requests than slots only queue at the server, their deadlines running.
         concurrency = said.slots
     prices = load_prices(settings.prices_file)
+    if local and plan.model not in prices:
+        # A server of the user's own bills nothing: one line, not the price table; the same
+        # $0 entry the estimate prices with.
+        prices = prices.with_free(plan.model, plan.provider)
+        progress.note(
+            f"priced at $0: {plan.model} is served locally ({llm_url(llm)}); "
+            "CTXR_PRICES_FILE gives it a price"
+        )
     cost: Callable[..., float] | None = None
     try:
         prices.get(plan.model)
         cost = functools.partial(prices.cost, plan.model, batch=settings.llm_batch)
     except ConfigError as exc:
-        if local:  # a server of the user's own bills nothing: one line, not the price table
-            cost = _free
-            progress.note(
-                f"priced at $0: {plan.model} is served locally ({llm_url(llm)}); "
-                "CTXR_PRICES_FILE gives it a price"
-            )
-        else:
-            progress.note(f"dollars are not counted: {exc}")
+        progress.note(f"dollars are not counted: {exc}")
     ledger = Ledger(ledger_path(index_dir), cost=cost)
     limits = RateLimits(
         requests_per_minute=settings.llm_requests_per_minute,
@@ -210,10 +211,6 @@ def llm_timeout(settings: Settings, base_url: str | None) -> float:
     if is_local_url(base_url) and "llm_timeout" not in settings.model_fields_set:
         return LOCAL_TIMEOUT_SECONDS
     return settings.llm_timeout
-
-
-def _free(usage: object) -> float:
-    return 0.0
 
 
 def llm_url(llm: object) -> str:
