@@ -7,8 +7,7 @@ from pathlib import Path
 
 import click
 
-from ctxr.cli.options import index_option
-from ctxr.cli.serve import allowed_host_option
+from ctxr.cli.options import allowed_host_option, index_option
 from ctxr.config import load_settings
 from ctxr.errors import ConfigError
 

@@ -29,3 +29,15 @@ def flags_for(*settings: str, **renamed: str) -> dict[str, str]:
     whose flag has another name (`ctxr split --max-tokens` sets chunk_tokens)."""
     names = {name: FLAGS.get(name, "--" + name.replace("_", "-")) for name in settings}
     return names | renamed
+
+
+# `ctxr serve` and `ctxr mcp --http`: repeatable, each flag names one; given, they replace
+# CTXR_API_ALLOWED_HOSTS.
+allowed_host_option = click.option(
+    "--allowed-host",
+    "allowed_hosts",
+    multiple=True,
+    metavar="NAME",
+    help="a Host name to answer besides localhost and IP addresses (repeatable; * = any); "
+    "default CTXR_API_ALLOWED_HOSTS",
+)

@@ -7,19 +7,9 @@ from pathlib import Path
 
 import click
 
-from ctxr.cli.options import index_option
+from ctxr.cli.options import allowed_host_option, index_option
 from ctxr.config import load_settings
 from ctxr.errors import ConfigError
-
-# Repeatable: each flag names one; given, they replace CTXR_API_ALLOWED_HOSTS.
-allowed_host_option = click.option(
-    "--allowed-host",
-    "allowed_hosts",
-    multiple=True,
-    metavar="NAME",
-    help="a Host name to answer besides localhost and IP addresses (repeatable; * = any); "
-    "default CTXR_API_ALLOWED_HOSTS",
-)
 
 
 @click.command("serve")
