@@ -69,14 +69,12 @@ def build_rankings(
         return dict(json.loads(cached.read_text()))
     code_split.FLOOR_SHARE, code_split.PREFIX_SHARE = floor, prefix
     base = load_settings()
-    settings = base.model_copy(
-        update={
-            "index_dir": work / name,
-            "context": "none" if context == "none" else "outline",
-            "cache_dir": eval_cache_dir(base),
-            "bm25_k1": k1,
-            "bm25_b": b,
-        }
+    settings = base.replace(
+        index_dir=work / name,
+        context="none" if context == "none" else "outline",
+        cache_dir=eval_cache_dir(base),
+        bm25_k1=k1,
+        bm25_b=b,
     )
     dataset = load_anthropic_codebase(default_data_dir() / "anthropic-codebase")
     started = time.perf_counter()

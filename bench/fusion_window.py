@@ -49,9 +49,7 @@ def main() -> None:
     args = parser.parse_args()
 
     base = load_settings()
-    settings = base.model_copy(
-        update={"index_dir": args.index, "context": "none", "cache_dir": eval_cache_dir(base)}
-    )
+    settings = base.replace(index_dir=args.index, context="none", cache_dir=eval_cache_dir(base))
     dataset = load_dataset("beir", args.data, args.split)
     queries = list(dataset.queries)
     embedder = components.make_embedder(settings, cached=True)
@@ -62,7 +60,10 @@ def main() -> None:
     print(f"{dataset.name} {args.split}: {len(queries)} queries retrieved at depth {args.depth} "
           f"in {seconds:.0f} s; load average {os.getloadavg()[0]:.2f}")  # fmt: skip
     params = FusionParams(
-        settings.rrf_k, settings.weighted_k, settings.fusion_weights, settings.doc_bm25_weight
+        settings.search.rrf_k,
+        settings.search.weighted_k,
+        settings.search.fusion_weights,
+        settings.search.doc_bm25_weight,
     )
     qrels = {q.query_id: q.qrels for q in queries}
     print("| window | nDCG@10 | recall@10 | recall@100 | MRR@10 |\n|---|---|---|---|---|")
@@ -71,23 +72,25 @@ def main() -> None:
         windowed = replace(params, window=window)
         found = {}
         for query, rankings in zip(queries, retrieved, strict=True):
-            hits = fuse_records(rankings, args.depth, args.fusion, windowed, settings.doc_ranking)
+            hits = fuse_records(
+                rankings, args.depth, args.fusion, windowed, settings.search.doc_ranking
+            )
             found[query.query_id] = document_ranks(hits)
         _row(spec, metrics.report_ranks(found, qrels, [10, 100]).scores)
     # What a search for 10 documents' worth of hits (k <= candidates) fuses: each retriever's
     # first `candidates` records only, so no record below them adds a share.
     shallow, same = {}, 0
-    default = replace(params, window=settings.candidates)
+    default = replace(params, window=settings.search.candidates)
     for query, rankings in zip(queries, retrieved, strict=True):
-        head = {name: records[: settings.candidates] for name, records in rankings.items()}
-        hits = fuse_records(head, 30, args.fusion, default, settings.doc_ranking)
-        deep = fuse_records(rankings, 30, args.fusion, default, settings.doc_ranking)
+        head = {name: records[: settings.search.candidates] for name, records in rankings.items()}
+        hits = fuse_records(head, 30, args.fusion, default, settings.search.doc_ranking)
+        deep = fuse_records(rankings, 30, args.fusion, default, settings.search.doc_ranking)
         shallow[query.query_id] = document_ranks(hits)
         same += [h.chunk_id for h in hits[:10]] == [h.chunk_id for h in deep[:10]]
-    _row(f"k=30 search ({settings.candidates} candidates)",
+    _row(f"k=30 search ({settings.search.candidates} candidates)",
          metrics.report_ranks(shallow, qrels, [10, 100]).scores)  # fmt: skip
     print(f"top 10 hits of the {args.depth}-hit search equal the 30-hit search's on {same} of "
-          f"{len(queries)} queries (window {settings.candidates})")  # fmt: skip
+          f"{len(queries)} queries (window {settings.search.candidates})")  # fmt: skip
 
 
 def _row(name: str, scores: dict[str, float]) -> None:

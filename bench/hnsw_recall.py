@@ -105,9 +105,7 @@ def read_index(index_dir: Path) -> Corpus:
 def build_eval_index(data: Path, index_dir: Path) -> None:
     """The SciFact index as `ctxr eval` builds it (ctxr chunks, no context, cached embeddings)."""
     base = load_settings()
-    settings = base.model_copy(
-        update={"index_dir": index_dir, "context": "none", "cache_dir": eval_cache_dir(base)}
-    )
+    settings = base.replace(index_dir=index_dir, context="none", cache_dir=eval_cache_dir(base))
     documents = to_documents(load_beir(data), "beir")
     say(f"building a SciFact index at {index_dir} ({len(documents):,} documents)...")
     index_documents(documents, settings, chunker_name="eval-ours")
@@ -115,7 +113,7 @@ def build_eval_index(data: Path, index_dir: Path) -> None:
 
 def embed_queries(data: Path) -> tuple[list[str], Matrix]:
     base = load_settings()
-    settings = base.model_copy(update={"cache_dir": eval_cache_dir(base)})
+    settings = base.replace(cache_dir=eval_cache_dir(base))
     texts = [q.text for q in load_beir(data).queries]
     embedder = components.make_embedder(settings, cached=True)  # where `ctxr eval` caches
     assert isinstance(embedder, CachedEmbedder)

@@ -158,7 +158,7 @@ def ctxr_build(data: Shared, index_dir: Path) -> float:
     avg = sum(len(t) for t in data.terms) / len(data.terms)
     manifest = Manifest(settings=components.index_settings(settings, embedder, analyzer))
     t0 = time.perf_counter()
-    store = EdgeStore.create(store_factory.shard_path(index_dir), DIM, settings.hnsw_ef)
+    store = EdgeStore.create(store_factory.shard_path(index_dir), DIM, settings.store.hnsw_ef)
     try:
         for start in range(0, len(data.texts), 1000):
             points = []

@@ -218,7 +218,9 @@ def build_index(
 
     params = components.bm25_params(settings)
     manifest = Manifest(settings=components.index_settings(settings, embedder, analyzer))
-    store = EdgeStore.create(store_factory.shard_path(index_dir), embedder.dim, settings.hnsw_ef)
+    store = EdgeStore.create(
+        store_factory.shard_path(index_dir), embedder.dim, settings.store.hnsw_ef
+    )
     now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     build_start = time.perf_counter()
     try:
@@ -400,7 +402,9 @@ def run(args: argparse.Namespace, index_dir: Path) -> int:
         f"Python {platform.python_version()}; index at {index_dir}"
     )
     settings = load_settings(index_dir=index_dir)
-    embedder = OnnxEmbedder(batch_size=settings.embed_batch_size, threads=settings.embed_threads)
+    embedder = OnnxEmbedder(
+        batch_size=settings.embed.embed_batch_size, threads=settings.embed.embed_threads
+    )
     analyzer = components.make_analyzer(settings)
 
     t0 = time.perf_counter()
@@ -438,7 +442,7 @@ def run(args: argparse.Namespace, index_dir: Path) -> int:
     recall: dict[str, float] = {}
     open_opt_s = 0.0
     if not args.skip_optimize:
-        store = EdgeStore.open(store_factory.shard_path(index_dir), settings.hnsw_ef)
+        store = EdgeStore.open(store_factory.shard_path(index_dir), settings.store.hnsw_ef)
         try:
             t0 = time.perf_counter()
             changed = store.optimize()
@@ -451,14 +455,14 @@ def run(args: argparse.Namespace, index_dir: Path) -> int:
             f"optimize() took {optimize_s:.1f} s (returned {changed}); "
             f"index size now {size_opt / 2**20:,.0f} MiB"
         )
-        say(f"after optimize (HNSW, hnsw_ef={settings.hnsw_ef}):")
+        say(f"after optimize (HNSW, hnsw_ef={settings.store.hnsw_ef}):")
         hnsw, opt_hits, open_opt_s = measure(settings, embedder, warm, queries)
         recall = {m: overlap(plain_hits[m], opt_hits[m]) for m in MODES}
 
     say("")
     say(
         f"## {args.chunks:,} chunks, latency in ms per SearchService.search (k={K}, "
-        f"candidates={settings.candidates})"
+        f"candidates={settings.search.candidates})"
     )
     for line in fmt_table(plain, hnsw):
         say(line)

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from ctxr.config import Settings, load_settings
+from ctxr.config import load_settings, setting_fields
 from ctxr.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -11,15 +11,15 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_env_example_lists_every_setting() -> None:
     listed = set(re.findall(r"^#?\s*CTXR_([A-Z0-9_]+)=", (ROOT / ".env.example").read_text(), re.M))
-    fields = {name.upper() for name in Settings.model_fields}
+    fields = {name.upper() for name in setting_fields()}
     assert fields == listed
 
 
 def test_environment_then_flags_take_precedence(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CTXR_CHUNK_TOKENS", "300")
-    assert load_settings().chunk_tokens == 300
-    assert load_settings(chunk_tokens=120).chunk_tokens == 120
-    assert load_settings(chunk_tokens=None).chunk_tokens == 300  # None = flag not given
+    assert load_settings().split.chunk_tokens == 300
+    assert load_settings(chunk_tokens=120).split.chunk_tokens == 120
+    assert load_settings(chunk_tokens=None).split.chunk_tokens == 300  # None = flag not given
 
 
 def test_invalid_setting_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -42,7 +42,7 @@ def test_invalid_setting_names_where_it_came_from(monkeypatch: pytest.MonkeyPatc
 def test_dotenv_file_is_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / ".env").write_text("CTXR_CANDIDATES=77\n")
     monkeypatch.chdir(tmp_path)
-    assert load_settings().candidates == 77
+    assert load_settings().search.candidates == 77
 
 
 def test_structured_settings_are_parsed_once_into_typed_values(
@@ -51,17 +51,20 @@ def test_structured_settings_are_parsed_once_into_typed_values(
     monkeypatch.setenv("CTXR_CHUNK_TOKENS_BY_KIND", "code=300, markdown=400")
     monkeypatch.setenv("CTXR_FUSION_WEIGHTS", "dense=0.5,bm25=0.5")
     settings = load_settings()
-    assert settings.chunk_tokens_by_kind == {"code": 300, "markdown": 400}
-    assert settings.fusion_weights == {"dense": 0.5, "bm25": 0.5}
-    assert settings.chunk_tokens_for("code") == 300 and settings.chunk_tokens_for("text") == 200
+    assert settings.split.chunk_tokens_by_kind == {"code": 300, "markdown": 400}
+    assert settings.search.fusion_weights == {"dense": 0.5, "bm25": 0.5}
+    assert (
+        settings.split.chunk_tokens_for("code") == 300
+        and settings.split.chunk_tokens_for("text") == 200
+    )
     # From Python a mapping works too, and is checked as strictly as the text form.
-    assert load_settings(chunk_tokens_by_kind={"pdf": 64}).chunk_tokens_by_kind == {"pdf": 64}
+    assert load_settings(chunk_tokens_by_kind={"pdf": 64}).split.chunk_tokens_by_kind == {"pdf": 64}
     with pytest.raises(ConfigError, match="CTXR_CHUNK_TOKENS_BY_KIND"):
         load_settings(chunk_tokens_by_kind={"pdf": 8})
     with pytest.raises(ConfigError, match="CTXR_FUSION_WEIGHTS"):
         load_settings(fusion_weights={"sparse": 1.0})
     monkeypatch.delenv("CTXR_FUSION_WEIGHTS")
-    assert load_settings().fusion_weights == {"dense": 0.8, "bm25": 0.2}
+    assert load_settings().search.fusion_weights == {"dense": 0.8, "bm25": 0.2}
 
 
 def test_one_list_of_choices_for_cli_api_and_service() -> None:
