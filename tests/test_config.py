@@ -2,8 +2,17 @@ import re
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
-from ctxr.config import load_settings, setting_fields
+from ctxr.config import (
+    GROUP_OF,
+    GROUPS,
+    SearchSettings,
+    Settings,
+    SplitSettings,
+    load_settings,
+    setting_fields,
+)
 from ctxr.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -98,3 +107,28 @@ def test_recipes_are_pinned_so_existing_indexes_stay_current(
     assert document_recipe(settings, ContextPlan("outline"), "split") == outline
     plan = ContextPlan("llm", "anthropic", "claude-haiku-4-5")
     assert document_recipe(settings, plan, "split") == llm
+
+
+def test_settings_come_in_typed_groups_under_their_flat_names(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("CTXR_CHUNK_OVERLAP", "7")
+    settings = Settings(chunk_tokens=300, fusion="rrf")
+    assert isinstance(settings.split, SplitSettings) and isinstance(settings.search, SearchSettings)
+    # A flat keyword lands in its group, and the group still reads the rest from the environment.
+    assert (settings.split.chunk_tokens, settings.split.chunk_overlap) == (300, 7)
+    assert settings.search.fusion == "rrf" and settings.search.rrf_k == 60
+    assert set(GROUP_OF.values()) == set(GROUPS) and len(GROUP_OF) + 3 == len(setting_fields())
+
+
+def test_replace_validates_changes_and_counts_them_as_set() -> None:
+    settings = load_settings()
+    changed = settings.replace(llm_concurrency="3", index_dir="elsewhere")
+    assert changed.llm.llm_concurrency == 3 and changed.index_dir == Path("elsewhere")
+    assert "llm_concurrency" in changed.llm.model_fields_set  # as a flag's value would be
+    assert "llm_concurrency" not in settings.llm.model_fields_set  # the original is untouched
+    assert changed.split is settings.split  # untouched groups are shared, not re-read
+    with pytest.raises(ValidationError):
+        settings.replace(chunk_tokens=3)
+    with pytest.raises(ValueError, match="unknown setting chunk_size"):
+        settings.replace(chunk_size=300)
