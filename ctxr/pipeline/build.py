@@ -55,10 +55,9 @@ def open_or_create(
     wanted = components.index_settings(settings, embedder, analyzer)
     shard = store_factory.shard_path(index_dir)
     if rebuild:
-        # Only what this index owns; the embedding cache survives, so a rebuild re-embeds nothing.
-        store_factory.drop_store(
-            settings.store, index_dir
-        )  # the shard dir, or the server's collection
+        # Only what this index owns (the shard dir, or the server's collection); the embedding
+        # cache survives, so a rebuild re-embeds nothing.
+        store_factory.drop_store(settings.store, index_dir)
         (index_dir / MANIFEST_NAME).unlink(missing_ok=True)
     if (index_dir / MANIFEST_NAME).exists():
         manifest = Manifest.load(index_dir)
@@ -222,9 +221,8 @@ def _locked_run(
         embedder = embedder or components.make_embedder(settings, cached=True)
         analyzer = components.make_analyzer(settings)
         if opened is None:
-            space.check_shard_room(
-                index_dir, rebuild, settings.corpus.min_free_mb
-            )  # before creating
+            # before creating the shard
+            space.check_shard_room(index_dir, rebuild, settings.corpus.min_free_mb)
             manifest, store = open_or_create(
                 index_dir, settings, embedder, analyzer, rebuild, create
             )
