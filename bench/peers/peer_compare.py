@@ -6,7 +6,7 @@ Peer stack: ``rank_bm25.BM25Okapi`` over the same analysed terms, plus ``QdrantC
 embedded edge backend, before and after ``optimize()`` (HNSW), with the configured fusion (DBSF)
 and with RRF (the peer's fusion). Both sides retrieve 50 candidates per retriever.
 
-What is real and what is synthetic (the corpus is ``bench/search_latency.py``'s):
+What is real and what is synthetic (the corpus is ``bench/speed/search_latency.py``'s):
 
 * Texts are synthetic Zipf prose with code identifiers; BM25 terms are real ``Bm25Analyzer``
   output, shared by both stacks (ctxr weights them with ``document_vector``; rank-bm25 with its
@@ -23,7 +23,7 @@ What is real and what is synthetic (the corpus is ``bench/search_latency.py``'s)
 
 Usage::
 
-    python bench/peer_compare.py [--chunks 100000] [--queries 200] [--peer-queries 50]
+    python -m bench.peers.peer_compare [--chunks 100000] [--queries 200] [--peer-queries 50]
 """
 
 from __future__ import annotations
@@ -47,12 +47,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-BENCH = Path(__file__).resolve().parent
-sys.path.insert(0, str(BENCH.parent))
-sys.path.insert(0, str(BENCH))
-
-from hnsw_recall import DEFAULT_INDEX, read_index  # noqa: E402
-from search_latency import (  # noqa: E402
+from bench.quality.hnsw_recall import DEFAULT_INDEX, read_index
+from bench.speed.search_latency import (
     CHUNKS_PER_DOC,
     NOISE,
     Timing,
@@ -60,18 +56,17 @@ from search_latency import (  # noqa: E402
     make_queries,
     synthetic_dense,
 )
-
-from ctxr.config import load_settings  # noqa: E402
-from ctxr.index import components  # noqa: E402
-from ctxr.index.bm25.weights import document_vector  # noqa: E402
-from ctxr.index.embed.base import FloatMatrix  # noqa: E402
-from ctxr.index.embed.onnx import DIM, MODEL_NAME, OnnxEmbedder  # noqa: E402
-from ctxr.index.manifest import DocumentEntry, Manifest  # noqa: E402
-from ctxr.index.store import factory as store_factory  # noqa: E402
-from ctxr.index.store.base import StoredPoint  # noqa: E402
-from ctxr.index.store.edge import EdgeStore  # noqa: E402
-from ctxr.retrieve.service import SearchService  # noqa: E402
-from ctxr.types import chunk_id_for  # noqa: E402
+from ctxr.config import load_settings
+from ctxr.index import components
+from ctxr.index.bm25.weights import document_vector
+from ctxr.index.embed.base import FloatMatrix
+from ctxr.index.embed.onnx import DIM, MODEL_NAME, OnnxEmbedder
+from ctxr.index.manifest import DocumentEntry, Manifest
+from ctxr.index.store import factory as store_factory
+from ctxr.index.store.base import StoredPoint
+from ctxr.index.store.edge import EdgeStore
+from ctxr.retrieve.service import SearchService
+from ctxr.types import chunk_id_for
 
 K = 10
 CANDIDATES = 50
@@ -504,7 +499,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         results: dict[str, dict[str, Any]] = {}
         for stack in ("ctxr", "peer"):
             out = Path(tmp) / f"{stack}.json"
-            cmd = [sys.executable, __file__, "--child", stack, "--data", str(data_path),
+            cmd = [sys.executable, "-m", __spec__.name, "--child", stack, "--data", str(data_path),
                    "--out", str(out), "--queries", str(args.queries),
                    "--peer-queries", str(args.peer_queries)]  # fmt: skip
             subprocess.run(cmd, check=True)

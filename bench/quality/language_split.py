@@ -12,7 +12,7 @@ sentences of devtest, five to a paragraph, the same sentences in every language;
 UDHR Articles 1-3 (tests/data/languages) repeated ``--repeat`` times (smaller and repetitive:
 good for a smoke run, not for figures). Counts only, nothing timed. Usage::
 
-    python bench/language_split.py [--flores DIR] [--sentences 200] [--langs en,ja,tr]
+    python -m bench.quality.language_split [--flores DIR] [--sentences 200] [--langs en,ja,tr]
 """
 
 from __future__ import annotations
@@ -24,13 +24,13 @@ import os
 import statistics
 from pathlib import Path
 
+from bench.common.checkout import TESTS
 from ctxr.config import Settings
 from ctxr.index import components
 from ctxr.pipeline.chunking import chunk_budget, default_chunker
 from ctxr.types import Document
 
-ROOT = Path(__file__).resolve().parent.parent
-UDHR = ROOT / "tests" / "data" / "languages" / "udhr_1_3.json"
+UDHR = TESTS / "data" / "languages" / "udhr_1_3.json"
 FLORES = {
     "en": "eng_Latn", "ja": "jpn_Jpan", "zh": "zho_Hans", "ko": "kor_Hang", "ru": "rus_Cyrl",
     "ar": "arb_Arab", "hi": "hin_Deva", "tr": "tur_Latn", "de": "deu_Latn", "fr": "fra_Latn",

@@ -16,21 +16,17 @@ folds, as `code_cv.py` does for its constants.
 
 Usage::
 
-    python bench/outline_parts.py [--variants full,with-language,none,no-section,section-only]
+    python -m bench.quality.outline_parts
+        [--variants full,with-language,none,no-section,section-only]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from code_cv import build_rankings, cross_validate, mean_rows, recall_at
-
+from bench.quality.code_cv import build_rankings, cross_validate, mean_rows, recall_at
 from ctxr.enrich.situate import outline
 from ctxr.types import Chunk, Document
 

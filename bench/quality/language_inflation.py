@@ -18,7 +18,7 @@ Two parallel samples:
 Each text is encoded on its own with ``encode_ordinary`` (no special tokens), as the splitter
 counts. Nothing is timed: the figures are counts. Usage::
 
-    python bench/language_inflation.py [--flores DIR] [--emit]
+    python -m bench.quality.language_inflation [--flores DIR] [--emit]
 """
 
 from __future__ import annotations
@@ -27,10 +27,10 @@ import argparse
 import json
 from pathlib import Path
 
+from bench.common.checkout import TESTS
 from ctxr.tokens import get_encoding
 
-ROOT = Path(__file__).resolve().parent.parent
-UDHR = ROOT / "tests" / "data" / "languages" / "udhr_1_3.json"
+UDHR = TESTS / "data" / "languages" / "udhr_1_3.json"
 ENCODINGS = ("cl100k_base", "o200k_base")
 
 # ISO 639-1 (py3langid's labels) -> FLORES-200 code. Serbian is left out: py3langid's "sr"

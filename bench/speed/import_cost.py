@@ -5,7 +5,7 @@ the median of `--rounds` is reported, with each as a multiple of a bare interpre
 and of `import ctxr.retrieve.service` (what a search already loads). The load average is
 printed with the figures. Install sizes come from `pip` (see docs/explanation/dependencies.md).
 
-    python bench/import_cost.py --rounds 5
+    python -m bench.speed.import_cost --rounds 5
 """
 
 from __future__ import annotations

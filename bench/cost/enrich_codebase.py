@@ -20,12 +20,11 @@ never), the share of document tokens read from the cache against the theoretical
 achieved (chunks / wall time) against the limit, 429s and retries, and the wall time.
 
 The fake server lives in the repository's ``tests/fakes``; this script puts the repository's
-``tests`` directory on ``sys.path`` to import it (and the repository root, to run from a
-checkout without installing ctxr).
+``tests`` directory on ``sys.path`` to import it.
 
 Usage::
 
-    python bench/enrich_codebase.py [--models claude-sonnet-4-6,claude-haiku-4-5] [--naive]
+    python -m bench.cost.enrich_codebase [--models claude-sonnet-4-6,claude-haiku-4-5] [--naive]
         [--rpm 600] [--concurrency 16] [--limit-docs N] [--latency-scale 1.0]
         [--provider anthropic|openai]
 """
@@ -43,11 +42,11 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from bench.common.checkout import TESTS
+
+sys.path.insert(0, str(TESTS))  # the test suite's fakes: `fakes.llm_server`
 
 from fakes.llm_faults import realistic_latency
 from fakes.llm_server import FakeLLMServer, RecordedRequest

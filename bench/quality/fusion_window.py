@@ -12,7 +12,7 @@ Build the index once with the eval (it names the directory), then point this at 
 
     ctxr eval beir --data ../shared/data/scifact --split train --index-dir /tmp/evalidx \\
         --modes hybrid:none
-    python bench/fusion_window.py --data ../shared/data/scifact --split train \\
+    python -m bench.quality.fusion_window --data ../shared/data/scifact --split train \\
         --index /tmp/evalidx/scifact-ours200-none-bm25-1.2-0.75-doc1024
 
 Figures: docs/explanation/evaluation.md ("SciFact: DBSF's normalisation window").

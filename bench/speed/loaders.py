@@ -6,7 +6,7 @@ subprocess, median of 5; then `load_document` on small files of every kind (writ
 python-docx, python-pptx, openpyxl and ebooklib: needs the ``office-test`` extra), median of 5
 after a warm-up. Prints the load average, since the machine is shared.
 
-    .venv/bin/python bench/loaders.py
+    python -m bench.speed.loaders
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from bench.common.checkout import TESTS
 
 IMPORTS = {
     "bare interpreter": "pass",
@@ -45,8 +47,7 @@ def _fixtures(root: Path) -> list[Path]:
     import pptx
     from ebooklib import epub
 
-    tests = Path(__file__).resolve().parents[1] / "tests"
-    sys.path[:0] = [str(tests / "enrich"), str(tests)]
+    sys.path[:0] = [str(TESTS / "enrich"), str(TESTS)]
     from test_formats import RST, _notebook  # the tests' own fixtures
 
     (root / "guide.md").write_text("# Guide\n\n" + "Polish the brass. " * 200)

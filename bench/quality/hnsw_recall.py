@@ -19,7 +19,7 @@ harder (less realistic) geometry for HNSW than real embeddings.
 
 Usage::
 
-    python bench/hnsw_recall.py [--index DIR] [--data DIR] [--ef 16 32 64 128 256 512]
+    python -m bench.quality.hnsw_recall [--index DIR] [--data DIR] [--ef 16 32 64 128 256 512]
 """
 
 from __future__ import annotations
@@ -40,8 +40,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import qdrant_edge as qe
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ctxr.config import load_settings
 from ctxr.eval.datasets import default_data_dir, load_beir

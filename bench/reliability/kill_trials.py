@@ -7,7 +7,7 @@ more, and kills the process with SIGKILL. After each kill: `ctxr doctor --json` 
 against the manifest, leftover points) and a `ctxr search`. After the trials, one `ctxr index`
 runs to the end and the doctor looks again. Real MiniLM embedder; about 3 minutes for 5 trials.
 
-Usage:  python bench/kill_trials.py [--trials 5] [--seed 7]
+Usage:  python -m bench.reliability.kill_trials [--trials 5] [--seed 7]
 """
 
 from __future__ import annotations
@@ -19,20 +19,16 @@ import random
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
-import large_files
-
-ROOT = Path(__file__).resolve().parent.parent
-CTXR = str(Path(sys.executable).parent / "ctxr")
+from bench.common.checkout import CTXR, EXAMPLES, child_env
+from bench.reliability import large_files
 
 
 def ctxr(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([CTXR, *map(str, args)], capture_output=True, text=True)
+    return subprocess.run([*CTXR, *map(str, args)], capture_output=True, text=True, env=child_env())
 
 
 def recorded(index: Path) -> int:
@@ -53,7 +49,7 @@ def main() -> None:
     print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; {args.trials} trials")
     with tempfile.TemporaryDirectory() as tmp:
         corpus, index = Path(tmp) / "corpus", Path(tmp) / "idx"
-        shutil.copytree(ROOT / "examples", corpus)
+        shutil.copytree(EXAMPLES, corpus)
         large_files.make("table", 3000, corpus)
         large_files.make("prose", 150_000, corpus)
         before = 0
@@ -62,9 +58,9 @@ def main() -> None:
                            for i in range(3000))  # fmt: skip
             (corpus / f"extra{trial}.md").write_text(f"# Extra\n\n| id | note |\n|---|---|\n{rows}")
             started = time.monotonic()
-            command = [CTXR, "index", str(corpus), "--index", str(index), "--json"]
+            command = [*CTXR, "index", str(corpus), "--index", str(index), "--json"]
             quiet = subprocess.DEVNULL
-            proc = subprocess.Popen(command, stdout=quiet, stderr=quiet)
+            proc = subprocess.Popen(command, stdout=quiet, stderr=quiet, env=child_env())
             while proc.poll() is None and recorded(index) <= before:
                 time.sleep(0.2)
             time.sleep(rng.uniform(0, 4))

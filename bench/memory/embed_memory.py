@@ -9,7 +9,7 @@ and prints per turn: seconds, peak RSS after each 256 texts, and the ratio of th
 
 Usage::
 
-    python bench/embed_memory.py [--texts 1280] [--turns 2]
+    python -m bench.memory.embed_memory [--texts 1280] [--turns 2]
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ import statistics
 import subprocess
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "anthropic-codebase"
+from bench.common.checkout import data_dir
+
 CHILD = """
 import json, random, resource, sys, time
 from pathlib import Path
@@ -57,7 +57,7 @@ print(json.dumps({"seconds": time.perf_counter() - started, "peaks_mb": peaks}))
 
 def turn(pattern: str, texts: int) -> dict[str, object]:
     done = subprocess.run(
-        [sys.executable, "-c", CHILD, pattern, str(texts), str(DATA)],
+        [sys.executable, "-c", CHILD, pattern, str(texts), str(data_dir("anthropic-codebase"))],
         check=True, capture_output=True, text=True,
     )  # fmt: skip
     result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])

@@ -40,7 +40,7 @@ default 10% overlap, as a user gets it.
 Usage (the peers are benchmark-only: ``pip install -e '.[bench]'`` or
 ``pip install chonkie langchain-text-splitters``)::
 
-    python bench/split_compare.py [--runs 3] [--prose-mb 3] [--markdown-mb 3]
+    python -m bench.peers.split_compare [--runs 3] [--prose-mb 3] [--markdown-mb 3]
                                   [--kinds code,prose,markdown] [--no-profile]
 """
 
@@ -54,28 +54,23 @@ import json
 import os
 import platform
 import pstats
-import sys
 import time
 from collections import Counter
 from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError, version
-from pathlib import Path
 
 import tiktoken
 from tree_sitter import Node
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from ctxr.enrich.split import split_document  # noqa: E402
-from ctxr.enrich.split.code import CODE_SPLIT_LANGUAGES  # noqa: E402
-from ctxr.enrich.split.code_languages import parser_for  # noqa: E402
-from ctxr.tokens import get_encoding  # noqa: E402  (seeds tiktoken's cache offline)
-from ctxr.types import Document, text_hash  # noqa: E402
+from bench.common.checkout import REPO, data_dir
+from ctxr.enrich.split import split_document
+from ctxr.enrich.split.code import CODE_SPLIT_LANGUAGES
+from ctxr.enrich.split.code_languages import parser_for
+from ctxr.tokens import get_encoding  # (seeds tiktoken's cache offline)
+from ctxr.types import Document, text_hash
 
 BUDGET = 512
 ENCODING = "cl100k_base"
-DATA = ROOT.parent / "shared" / "data"
 
 
 def _error_bytes(node: Node) -> int:
@@ -112,7 +107,7 @@ def _doc(i: int, source: str, text: str, kind: str, language: str | None = None)
 
 
 def load_code() -> list[Document]:
-    rows = json.loads((DATA / "anthropic-codebase" / "codebase_chunks.json").read_text())
+    rows = json.loads((data_dir("anthropic-codebase") / "codebase_chunks.json").read_text())
     return [
         _doc(i, row["doc_id"], row["content"], "code", guess_language(row["content"]))
         for i, row in enumerate(rows)
@@ -123,7 +118,7 @@ def load_prose(max_mb: float, per_doc: int) -> list[Document]:
     docs: list[Document] = []
     group: list[str] = []
     size = 0
-    with gzip.open(DATA / "scifact" / "corpus.jsonl.gz", "rt", encoding="utf-8") as fh:
+    with gzip.open(data_dir("scifact") / "corpus.jsonl.gz", "rt", encoding="utf-8") as fh:
         for line in fh:
             row = json.loads(line)
             text = f"{row.get('title', '')}\n\n{row.get('text', '')}".strip()
@@ -140,9 +135,9 @@ def load_prose(max_mb: float, per_doc: int) -> list[Document]:
 
 
 def load_markdown(max_mb: float) -> tuple[list[Document], int, float]:
-    files = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")),
-             *sorted((ROOT / "examples" / "docs").glob("*.md"))]  # fmt: skip
-    texts = [(str(p.relative_to(ROOT)), p.read_text(encoding="utf-8")) for p in files]
+    files = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")),
+             *sorted((REPO / "examples" / "docs").glob("*.md"))]  # fmt: skip
+    texts = [(str(p.relative_to(REPO)), p.read_text(encoding="utf-8")) for p in files]
     once = sum(len(t.encode()) for _, t in texts) / 1e6
     docs: list[Document] = []
     size = 0.0

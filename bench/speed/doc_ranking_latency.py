@@ -10,7 +10,8 @@ their ratio, and the load average.
 
 Usage::
 
-    python bench/doc_ranking_latency.py --index DIR [--turns 3] [--data ../shared/data/scifact]
+    python -m bench.speed.doc_ranking_latency --index DIR [--turns 3]
+        [--data ../shared/data/scifact]
 """
 
 from __future__ import annotations
@@ -18,11 +19,8 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import sys
 import time
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ctxr.config import load_settings
 from ctxr.eval.datasets import default_data_dir, load_beir

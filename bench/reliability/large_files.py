@@ -16,7 +16,7 @@ Shapes: `table` (a Markdown table of 4 columns, ~46 bytes a row: 50k rows is the
 MB), `prose` (Markdown sections of generated English-like prose), `text` (the same prose as a
 `.txt` file, no headings), `divs` (N nested `<div>`s around one sentence, then prose).
 
-Usage:  python bench/large_files.py [--scale 1.0] [--index-kb 100]
+Usage:  python -m bench.reliability.large_files [--scale 1.0] [--index-kb 100]
 `--scale 1` prepares the issue's sizes (table 25k and 50k rows, divs 50k and 100k, prose and
 text 1.15 and 2.3 MB); the index part writes `--index-kb` KB of table, prose and text.
 """
@@ -32,6 +32,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from bench.common.checkout import CTXR, child_env
 
 WORDS = " ".join(
     [
@@ -107,7 +109,9 @@ print(json.dumps({"seconds": seconds, "chunks": len(chunks), "rss_mb": rss, "ter
 def child(args: list[str]) -> tuple[str, float, float]:
     """Run a child process; its stdout, wall seconds and peak RSS in MB (its own rusage)."""
     started = time.perf_counter()
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    proc = subprocess.Popen(
+        args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=child_env()
+    )
     out = proc.stdout.read() if proc.stdout else ""
     _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
@@ -150,7 +154,7 @@ def main() -> None:
         for shape, size in index_sizes.items():
             path = make(shape, size, folder)
             mb = path.stat().st_size / 1e6
-            ctxr = [str(Path(sys.executable).parent / "ctxr"), "index", str(path), "--json",
+            ctxr = [*CTXR, "index", str(path), "--json",
                     "--index", str(folder / f"idx-{shape}")]  # fmt: skip
             out, seconds, rss = child(ctxr)
             chunks = json.loads(out)["chunks_written"]

@@ -16,7 +16,7 @@ rerun with more combinations embeds only what is new (the embedding cache keys o
 
 Usage::
 
-    python bench/code_cv.py [--floors 0,0.25,0.4] [--prefixes 0.0625,0.125,0.25]
+    python -m bench.quality.code_cv [--floors 0,0.25,0.4] [--prefixes 0.0625,0.125,0.25]
         [--bm25 1.2:0.75,0.9:0.4] [--weights 0.8,1,1.2,1.5,2] [--folds 5] [--work DIR]
 """
 
@@ -27,13 +27,10 @@ import json
 import os
 import random
 import statistics
-import sys
 import time
 from collections.abc import Hashable, Mapping, Sequence
 from pathlib import Path
 from typing import TypeVar
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ctxr.config import load_settings
 from ctxr.enrich.split import code as code_split

@@ -17,7 +17,8 @@ What is real and what is synthetic:
 
 Usage::
 
-    python bench/search_latency.py [--chunks 100000] [--queries 200] [--dir DIR] [--skip-optimize]
+    python -m bench.speed.search_latency [--chunks 100000] [--queries 200] [--dir DIR]
+        [--skip-optimize]
 """
 
 from __future__ import annotations
@@ -38,9 +39,6 @@ from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
-
-# Runnable as `python bench/search_latency.py` from a checkout without installing ctxr.
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ctxr.config import Settings, load_settings
 from ctxr.index import components

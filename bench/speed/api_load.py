@@ -27,7 +27,7 @@ Latency model:
 
 Usage::
 
-    python bench/api_load.py [--seconds 10] [--clients 1,8,32]
+    python -m bench.speed.api_load [--seconds 10] [--clients 1,8,32]
         [--modes hybrid,hybrid+http,hybrid+llm,dense,bm25] [--k 10] [--index DIR]
         [--rerank-latency-ms 30,80] [--llm-latency-scale 1.0]
 """
@@ -56,16 +56,12 @@ from typing import Any
 
 import httpx
 
-# Runnable as `python bench/api_load.py` from a checkout without installing ctxr; tests/ for the
-# fake reranking backend (`fakes.llm_server`).
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
+from bench.common.checkout import CTXR, REPO, TESTS, child_env
 from ctxr.config import load_settings
 from ctxr.pipeline.build import build_index
 
-ROOT = Path(__file__).resolve().parents[1]
-JUDGED = ROOT / "tests" / "data" / "judged" / "queries.jsonl"
+sys.path.insert(0, str(TESTS))  # the fake reranking backend: `fakes.llm_server`
+JUDGED = TESTS / "data" / "judged" / "queries.jsonl"
 RERANK_KEY = "bench-rerank-key"
 RERANK_MODEL = "rerank-v3.5"
 _PASSAGE = re.compile(r'<passage id="(\d+)">\n(.*?)\n</passage>', re.DOTALL)
@@ -137,13 +133,11 @@ def _rerank_backend(http_ms: tuple[float, float], llm_scale: float) -> Iterator[
 def _start_server(
     index_dir: Path, cache_dir: Path, port: int, log: Path, extra_env: Mapping[str, str]
 ) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "CTXR_INDEX_DIR": str(index_dir), "CTXR_CACHE_DIR": str(cache_dir)}
-    env.update(extra_env)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    command = [sys.executable, "-c", "from ctxr.cli import main; main()", "serve",
-               "--host", "127.0.0.1", "--port", str(port)]  # fmt: skip
+    dirs = {"CTXR_INDEX_DIR": str(index_dir), "CTXR_CACHE_DIR": str(cache_dir)}
+    env = child_env({**dirs, **extra_env})
+    command = [*CTXR, "serve", "--host", "127.0.0.1", "--port", str(port)]
     with log.open("wb") as sink:
-        server = subprocess.Popen(command, cwd=ROOT, env=env, stdout=sink, stderr=sink)
+        server = subprocess.Popen(command, cwd=REPO, env=env, stdout=sink, stderr=sink)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if server.poll() is not None:
@@ -229,7 +223,7 @@ def main() -> None:
         work = Path(tmp)
         index_dir, cache_dir = args.index or work / "index", work / "cache"
         if args.index is None:
-            os.chdir(ROOT)
+            os.chdir(REPO)
             settings = load_settings(index_dir=index_dir, cache_dir=cache_dir)
             report = build_index(["examples"], settings)
             print(f"indexed examples/: {report.points_total} chunks", file=sys.stderr)

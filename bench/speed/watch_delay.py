@@ -19,7 +19,7 @@ and after.
 
 Usage::
 
-    python bench/watch_delay.py [--trials 10] [--debounce 200] [--poll-ms 20]
+    python -m bench.speed.watch_delay [--trials 10] [--debounce 200] [--poll-ms 20]
         [--setups served,alone]
 """
 
@@ -33,7 +33,6 @@ import secrets
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -41,27 +40,22 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
+from bench.common.checkout import CTXR, EXAMPLES, REPO, child_env
 from ctxr.config import load_settings
 from ctxr.errors import CtxrError
 from ctxr.index.owner import Owner, live_owner
 from ctxr.pipeline.build import build_index
 from ctxr.retrieve.service import SearchService
 
-ROOT = Path(__file__).resolve().parents[1]
 DEADLINE = 60.0
 _SECONDS = re.compile(r"removed; ([0-9.]+) s")
-_MAIN = "from ctxr.cli import main; main()"
 
 
 class Child:
     def __init__(self, args: list[str], cwd: Path) -> None:
-        script = Path(sys.executable).with_name("ctxr")
-        command = [str(script)] if script.exists() else [sys.executable, "-c", _MAIN]
         self.process = subprocess.Popen(
-            [*command, *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            text=True,
+            [*CTXR, *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            text=True, env=child_env(),
         )  # fmt: skip
         self.lines: list[str] = []
         threading.Thread(target=self._read, daemon=True).start()
@@ -164,12 +158,12 @@ def main() -> None:
     load_before = os.getloadavg()
     work = Path(tempfile.mkdtemp(prefix="ctxr-watch-delay-"))
     try:
-        shutil.copytree(ROOT / "examples", work / "docs")
+        shutil.copytree(EXAMPLES, work / "docs")
         os.chdir(work)
         build_index(["docs"], load_settings(index_dir=work / "idx"))
         results = {s: run_setup(s, work, args) for s in args.setups.split(",")}
     finally:
-        os.chdir(ROOT)
+        os.chdir(REPO)
         shutil.rmtree(work, ignore_errors=True)
     print(f"trials {args.trials}, debounce {args.debounce} ms, probe every {args.poll_ms} ms; "
           f"load average {load_before[0]:.1f} before, {os.getloadavg()[0]:.1f} after")  # fmt: skip

@@ -2,7 +2,7 @@
 
 The 90 source files of ``../shared/data/anthropic-codebase`` are written out as files, each
 with the extension of the grammar that parses it best (the set has no file names; see
-``bench/split_compare.py``'s ``guess_language``), so ctxr splits them as code, and are
+``bench/peers/split_compare.py``'s ``guess_language``), so ctxr splits them as code, and are
 indexed by `build_index` with ``--context llm``, ctxr's own splitter and queue, the real
 Anthropic (or OpenAI) SDK, against the loopback fake server of the test suite (prompt caching
 with each model's minimum cacheable size, usage as the provider reports it). Dense vectors come
@@ -19,7 +19,7 @@ for the same settings, made first, so the two can be compared.
 
 Usage::
 
-    python bench/context_cost.py [--model claude-haiku-4-5] [--groups 1,4,8,16]
+    python -m bench.cost.context_cost [--model claude-haiku-4-5] [--groups 1,4,8,16]
         [--data ../shared/data/anthropic-codebase] [--limit-docs N] [--pack-tokens 8000]
 """
 
@@ -35,20 +35,20 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from bench.common.checkout import TESTS, data_dir
+
+sys.path.insert(0, str(TESTS))  # the test suite's fakes: `fakes.llm_server`
 
 from fakes.hash_embedder import HashEmbedder
 from fakes.llm_server import FakeLLMServer
-from split_compare import guess_language
 
+from bench.peers.split_compare import guess_language
 from ctxr.config import load_settings
 from ctxr.llm.pricing import load_prices
 from ctxr.pipeline.build import build_index
 from ctxr.pipeline.estimate import estimate_paths
 from ctxr.tokens import count_tokens
 
-DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "anthropic-codebase"
 EXTENSIONS = {"python": ".py", "rust": ".rs", "go": ".go", "javascript": ".js", "java": ".java",
               "typescript": ".ts", "c": ".c", "cpp": ".cpp"}  # fmt: skip
 
@@ -108,7 +108,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--model", default="claude-haiku-4-5")
     parser.add_argument("--provider", choices=("anthropic", "openai"), default="anthropic")
     parser.add_argument("--groups", default="1,4,8,16")
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--data", type=Path, help="default: anthropic-codebase of the eval data")
     parser.add_argument("--limit-docs", type=int)
     parser.add_argument("--pack-tokens", type=int, default=8000, help="0: no packs")
     args = parser.parse_args(argv)
@@ -116,7 +116,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     price = load_prices(None).get(args.model)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        doc_tokens = write_corpus(args.data, root / "corpus", args.limit_docs)
+        data = args.data or data_dir("anthropic-codebase")
+        doc_tokens = write_corpus(data, root / "corpus", args.limit_docs)
         print(f"# {args.model} list prices {price}; {doc_tokens:,} document tokens (cl100k); "
               f"packs up to {args.pack_tokens:,} tokens")  # fmt: skip
         header = (

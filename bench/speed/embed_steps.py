@@ -11,7 +11,8 @@ per turn, the ratios of the medians to one call, and the load average.
 
 Usage::
 
-    python bench/embed_steps.py [--texts 256] [--turns 3] [--data ../shared/data/anthropic-codebase]
+    python -m bench.speed.embed_steps [--texts 256] [--turns 3]
+        [--data ../shared/data/anthropic-codebase]
 """
 
 from __future__ import annotations
@@ -20,26 +21,23 @@ import argparse
 import json
 import os
 import statistics
-import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
+from bench.common.checkout import data_dir
 from ctxr.index.embed.onnx import OnnxEmbedder
 from ctxr.pipeline.write import _embed_in_steps
 from ctxr.progress import NullProgress
-
-DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "anthropic-codebase"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--texts", type=int, default=256)
     parser.add_argument("--turns", type=int, default=3)
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--data", type=Path, help="default: anthropic-codebase of the eval data")
     args = parser.parse_args()
-    documents = json.loads((args.data / "codebase_chunks.json").read_text())
+    data = args.data or data_dir("anthropic-codebase")
+    documents = json.loads((data / "codebase_chunks.json").read_text())
     texts = [c["content"] for d in documents for c in d["chunks"]][: args.texts]
     embedder = OnnxEmbedder()
     embedder.embed(texts[:8])  # load the model outside the timings

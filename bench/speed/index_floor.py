@@ -1,6 +1,6 @@
 """`ctxr index` against the embedder's floor: every word piece of the corpus embedded once.
 
-The floor: the 90 anthropic-codebase files (written as code files, as `bench/context_cost.py`
+The floor: the 90 anthropic-codebase files (written as code files, as `bench/cost/context_cost.py`
 writes them), each tokenized with the embedded model's own tokenizer and cut into windows of
 254 word pieces (256 with [CLS] and [SEP]), the windows embedded by onnxruntime directly (the
 same int8 MiniLM graph, batches of 8, longest first, threads as ctxr sets them). Nothing a
@@ -16,7 +16,8 @@ and the load average.
 
 Usage::
 
-    python bench/index_floor.py [--turns 2] [--copies 1] [--data ../shared/data/anthropic-codebase]
+    python -m bench.speed.index_floor [--turns 2] [--copies 1]
+        [--data ../shared/data/anthropic-codebase]
 """
 
 from __future__ import annotations
@@ -32,10 +33,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from context_cost import DEFAULT_DATA, write_corpus
+from bench.common.checkout import child_env, data_dir
+from bench.cost.context_cost import write_corpus
 
 WINDOW = 254
 FLOOR_SCRIPT = f"""
@@ -93,7 +92,7 @@ def floor_turn(corpus: Path) -> tuple[float, int, int, float]:
 
 def index_turn(corpus: Path, root: Path, turn: int) -> tuple[float, dict[str, object], float]:
     index = root / f"idx-{turn}"
-    env = {**os.environ, "CTXR_CACHE_DIR": str(root / f"cache-{turn}")}
+    env = child_env({"CTXR_CACHE_DIR": str(root / f"cache-{turn}")})
     args = ["index", str(corpus), "--index", str(index), "--json", "--context", "outline"]
     started = time.perf_counter()
     done = subprocess.run(
@@ -109,13 +108,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--turns", type=int, default=2)
     parser.add_argument("--copies", type=int, default=1)
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--data", type=Path, help="default: anthropic-codebase of the eval data")
     args = parser.parse_args(argv)
     print(f"# load average {os.getloadavg()[0]:.2f} at start; {args.copies} copies of the corpus")
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         corpus = root / "corpus"
-        write_corpus(args.data, corpus / "c0", None)
+        write_corpus(args.data or data_dir("anthropic-codebase"), corpus / "c0", None)
         for copy in range(1, args.copies):
             target = corpus / f"c{copy}"
             target.mkdir()
