@@ -10,7 +10,7 @@ with the same requests/min limit (`RateLimits(requests_per_minute=...)`), a conc
 and no response cache, exactly as `ctxr index` calls it (`document_part` renders the prefix).
 
 ``--naive`` adds, for contrast, the scheme of Anthropic's reference notebook: every chunk of
-every document is handed to `llm.situate` at once (`asyncio.gather`, the same concurrency
+every document is sent at once (`asyncio.gather`, the same concurrency
 bound, the same client-side rate limiter, simple retries), so the chunks of one document race
 each other before the first cache write has completed.
 
@@ -53,12 +53,12 @@ from fakes.llm_server import FakeLLMServer, RecordedRequest
 from fakes.llm_wire import count_text_tokens, prompt_parts
 
 from ctxr.enrich.situate.ledger import Ledger
-from ctxr.enrich.situate.prompt import PROMPT_VERSION, document_part
+from ctxr.enrich.situate.prompt import PROMPT_VERSION, SituateRequest, document_part
 from ctxr.enrich.situate.queue import situate_documents
 from ctxr.errors import ProviderError
 from ctxr.eval.datasets import default_data_dir, load_anthropic_codebase
 from ctxr.eval.runner import given_chunker, to_documents
-from ctxr.llm.base import LLM, SituateRequest
+from ctxr.llm.base import LLM
 from ctxr.llm.cache_minimums import min_cacheable_tokens
 from ctxr.llm.ratelimit import RateLimiter, RateLimits
 from ctxr.llm.registry import make_llm
@@ -146,7 +146,7 @@ async def run_naive(llm: LLM, pairs: Pairs, limiter: RateLimiter, concurrency: i
             async with slots:
                 await limiter.acquire(0, 0)
                 try:
-                    completion = await llm.situate(request)
+                    completion = await llm.complete(request.completion())
                 except ProviderError as exc:
                     if not exc.retryable or attempt == NAIVE_ATTEMPTS - 1:
                         failures += 1
