@@ -19,12 +19,10 @@ REPO = Path(__file__).resolve().parents[2]
 TESTS = REPO / "tests"
 EXAMPLES = REPO / "examples"
 
+#: The CLI as ``python -c`` code: its arguments follow the code.
+CTXR_CODE = "import sys; from ctxr.cli import main; sys.argv[0] = 'ctxr'; main()"
 #: `ctxr` in a fresh interpreter: ``[*CTXR, "index", "docs"]`` runs ``ctxr index docs``.
-CTXR: tuple[str, ...] = (
-    sys.executable,
-    "-c",
-    "import sys; from ctxr.cli import main; sys.argv[0] = 'ctxr'; main()",
-)
+CTXR: tuple[str, ...] = (sys.executable, "-c", CTXR_CODE)
 
 
 def child_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
