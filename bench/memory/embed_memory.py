@@ -14,30 +14,29 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
-import statistics
-import subprocess
-import sys
 from collections.abc import Sequence
 
-from bench.common.checkout import data_dir
+from bench.common.codebase import add_data_option
+from bench.common.measure import load_line, ratio_table, run_child, say, turns
+from bench.common.measure import parser as cli
 
 CHILD = """
-import json, random, resource, sys, time
+import json, random, sys
 from pathlib import Path
 import onnxruntime as ort
+from bench.common.codebase import documents
+from bench.common.measure import Span, peak_mib
 from ctxr.index.embed import onnx
-pattern, count, data = sys.argv[1] == "on", int(sys.argv[2]), Path(sys.argv[3])
+pattern, count = sys.argv[1] == "on", int(sys.argv[2])
+data = Path(sys.argv[3]) if sys.argv[3] else None
 base = ort.SessionOptions
 class Options(base):
     def __init__(self):
         super().__init__()
         self.enable_mem_pattern = pattern
 ort.SessionOptions = Options
-docs = json.loads((data / "codebase_chunks.json").read_text())
-words = " ".join(d["content"] for d in docs).split()
+words = " ".join(d["content"] for d in documents(data)).split()
 rng = random.Random(7)
 texts = []
 for _ in range(count):
@@ -47,43 +46,35 @@ for _ in range(count):
 embedder = onnx.OnnxEmbedder()
 embedder.embed(texts[:8])  # load the model outside the timed part
 peaks = []
-started = time.perf_counter()
-for k in range(0, len(texts), 256):
-    embedder.embed(texts[k:k + 256])
-    peaks.append(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
-print(json.dumps({"seconds": time.perf_counter() - started, "peaks_mb": peaks}))
+with Span() as span:
+    for k in range(0, len(texts), 256):
+        embedder.embed(texts[k:k + 256])
+        peaks.append(round(peak_mib()))
+print(json.dumps({"seconds": span.seconds, "peaks_mib": peaks}))
 """
 
 
-def turn(pattern: str, texts: int) -> dict[str, object]:
-    done = subprocess.run(
-        [sys.executable, "-c", CHILD, pattern, str(texts), str(data_dir("anthropic-codebase"))],
-        check=True, capture_output=True, text=True,
-    )  # fmt: skip
-    result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
-
-
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = cli(__doc__)
     parser.add_argument("--texts", type=int, default=1280)
     parser.add_argument("--turns", type=int, default=2)
+    add_data_option(parser)
     args = parser.parse_args(argv)
-    print(f"# load average {os.getloadavg()[0]:.2f} at start; {args.texts} texts")
+    say(load_line(f"at start; {args.texts} texts"))
     seconds: dict[str, list[float]] = {"on": [], "off": []}
     peaks: dict[str, list[int]] = {"on": [], "off": []}
-    for n in range(args.turns):
-        for pattern in ("on", "off"):
-            result = turn(pattern, args.texts)
-            took = float(result["seconds"])  # type: ignore[arg-type]
-            trail = list(result["peaks_mb"])  # type: ignore[call-overload]
-            seconds[pattern].append(took)
-            peaks[pattern].append(trail[-1])
-            print(f"turn {n + 1} mem_pattern {pattern}: {took:.1f} s, peak RSS MB {trail}")
-    on, off = statistics.median(seconds["on"]), statistics.median(seconds["off"])
-    print(f"median seconds on {on:.1f}, off {off:.1f}: off/on {off / on:.3f}")
-    print(f"peak RSS MB on {max(peaks['on'])}, off {max(peaks['off'])}")
-    print(f"# load average {os.getloadavg()[0]:.2f} at end")
+    for turn, pattern in turns(list(seconds), args.turns):
+        run = run_child(CHILD, pattern, str(args.texts), str(args.data or ""))
+        result = json.loads(run.stdout.strip().splitlines()[-1])
+        trail = list(result["peaks_mib"])
+        seconds[pattern].append(float(result["seconds"]))
+        peaks[pattern].append(trail[-1])
+        say(f"turn {turn + 1} mem_pattern {pattern}: {result['seconds']:.1f} s, "
+            f"peak RSS MiB after each 256 texts {trail}")  # fmt: skip
+    for line in ratio_table(seconds, "on", digits=1):
+        say(line)
+    say(f"peak RSS MiB on {max(peaks['on'])}, off {max(peaks['off'])}")
+    say(load_line("at end"))
 
 
 if __name__ == "__main__":

@@ -10,12 +10,10 @@ printed with the figures. Install sizes come from `pip` (see docs/explanation/de
 
 from __future__ import annotations
 
-import argparse
-import os
-import statistics
-import subprocess
-import sys
-import time
+from collections.abc import Sequence
+
+from bench.common.measure import cold_start, load_line, ratio_table, say, turns
+from bench.common.measure import parser as cli
 
 TARGETS = {
     "python (nothing)": "pass",
@@ -27,31 +25,19 @@ TARGETS = {
 }
 
 
-def _once(code: str) -> float | None:
-    started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True)
-    return time.perf_counter() - started if done.returncode == 0 else None
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = cli(__doc__)
     parser.add_argument("--rounds", type=int, default=5)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    say(load_line(f"at start; {args.rounds} rounds"))
     times: dict[str, list[float]] = {name: [] for name in TARGETS}
-    for _ in range(args.rounds):
-        for name, code in TARGETS.items():
-            took = _once(code)
-            if took is not None:
-                times[name].append(took)
-    base = statistics.median(times["python (nothing)"])
-    search = statistics.median(times["ctxr.retrieve.service"])
-    print(f"load average {os.getloadavg()[0]:.2f}, {args.rounds} rounds, median seconds")
-    for name, took in times.items():
-        if not took:
-            print(f"{name:34} not installed")
-            continue
-        med = statistics.median(took)
-        print(f"{name:34} {med:6.2f} s  {med / base:5.1f}x python  {med / search:4.2f}x search")
+    for _, name in turns(list(TARGETS), args.rounds):
+        took = cold_start(TARGETS[name])
+        if took is not None:  # not installed: the row says "not measured"
+            times[name].append(took)
+    for line in ratio_table(times, "python (nothing)", "ctxr.retrieve.service"):
+        say(line)
+    say(load_line("at end"))
 
 
 if __name__ == "__main__":
