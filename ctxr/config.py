@@ -130,8 +130,9 @@ class Settings(BaseSettings):
     )
     llm_max_output_tokens: int = Field(200, ge=16, le=4096, description="per context")
     # Grouped situating (ctxr.enrich.situate.plan): several chunks of one document per request.
-    # 64 by cost (bench/context_cost.py, docs/explanation/benchmarks.md): most documents are then
-    # one request, below the cache minimum as above it; 1 is Anthropic's published method.
+    # 64 by cost (bench/cost/context_cost.py, docs/explanation/benchmarks.md): most documents
+    # are then one request, below the cache minimum as above it; 1 is Anthropic's published
+    # method.
     llm_group_size: int = Field(
         64, ge=1, le=64, description="chunks situated per LLM request; 1 = one request per chunk"
     )
@@ -216,7 +217,7 @@ class Settings(BaseSettings):
         50, ge=1, le=10_000, description="top-N per retriever fused (DBSF normalises over them)"
     )
     # 256, not 128: recall@10 vs exact on SciFact's real MiniLM vectors is 0.997 at 128 but
-    # 0.989 at 128 / 0.992 at 256 at 100k points (bench/hnsw_recall.py,
+    # 0.989 at 128 / 0.992 at 256 at 100k points (bench/quality/hnsw_recall.py,
     # docs/explanation/benchmarks.md), for about 0.2 ms more per dense query.
     hnsw_ef: int = Field(256, ge=1, description="HNSW search breadth once the index is built")
     optimize_min_points: int = Field(
