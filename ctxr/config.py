@@ -165,8 +165,9 @@ class LLMSettings(_Group):
     )
     llm_max_output_tokens: int = Field(200, ge=16, le=4096, description="per context")
     # Grouped situating (ctxr.enrich.situate.plan): several chunks of one document per request.
-    # 64 by cost (bench/context_cost.py, docs/explanation/benchmarks.md): most documents are then
-    # one request, below the cache minimum as above it; 1 is Anthropic's published method.
+    # 64 by cost (bench/cost/context_cost.py, docs/explanation/benchmarks.md): most documents
+    # are then one request, below the cache minimum as above it; 1 is Anthropic's published
+    # method.
     llm_group_size: int = Field(
         64, ge=1, le=64, description="chunks situated per LLM request; 1 = one request per chunk"
     )
@@ -252,7 +253,7 @@ class StoreSettings(_Group):
     qdrant_shards: int = Field(1, ge=1, description="shard_number when ctxr creates the collection")
     qdrant_replicas: int = Field(1, ge=1, description="replication_factor on creation")
     # 256, not 128: recall@10 vs exact on SciFact's real MiniLM vectors is 0.997 at 128 but
-    # 0.989 at 128 / 0.992 at 256 at 100k points (bench/hnsw_recall.py,
+    # 0.989 at 128 / 0.992 at 256 at 100k points (bench/quality/hnsw_recall.py,
     # docs/explanation/benchmarks.md), for about 0.2 ms more per dense query.
     hnsw_ef: int = Field(256, ge=1, description="HNSW search breadth once the index is built")
     optimize_min_points: int = Field(

@@ -2,9 +2,9 @@
 
 What is real and what is synthetic:
 
-* Texts are synthetic (deterministic seed): Zipf-distributed words from a generated vocabulary
-  of real English and real-looking words plus code identifiers (camelCase, snake_case,
-  dotted), 50-150 words per chunk, 10 chunks per document.
+* Texts are synthetic (deterministic seed, `bench.common.synthetic`): Zipf-distributed words
+  from a generated vocabulary of real English and real-looking words plus code identifiers
+  (camelCase, snake_case, dotted), 50-150 words per chunk, 10 chunks per document.
 * BM25 is real: every chunk is analysed with the real ``Bm25Analyzer`` and weighted with the
   real ``document_vector``, using the corpus's true average length.
 * Dense vectors are partly synthetic: embedding 100k chunks with the local MiniLM would take
@@ -17,171 +17,58 @@ What is real and what is synthetic:
 
 Usage::
 
-    python bench/search_latency.py [--chunks 100000] [--queries 200] [--dir DIR] [--skip-optimize]
+    python -m bench.speed.search_latency [--chunks 100000] [--queries 200] [--dir DIR]
+        [--skip-optimize]
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
-import hashlib
-import os
-import platform
 import shutil
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-import numpy.typing as npt
-
-# Runnable as `python bench/search_latency.py` from a checkout without installing ctxr.
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
+from bench.common.measure import Span, Timing, load_line, machine, peak_mib, say, time_each
+from bench.common.measure import parser as cli
+from bench.common.synthetic import (
+    CHUNKS_PER_DOC,
+    NOISE,
+    ZIPF_S,
+    Corpus,
+    document_entries,
+    make_corpus,
+    make_queries,
+    stored_point,
+    synthetic_dense,
+)
 from ctxr.config import Settings, load_settings
 from ctxr.index import components
 from ctxr.index.bm25.analyzer import Bm25Analyzer
 from ctxr.index.bm25.weights import document_vector
 from ctxr.index.embed.onnx import OnnxEmbedder
-from ctxr.index.manifest import DocumentEntry, Manifest
+from ctxr.index.manifest import Manifest
 from ctxr.index.store import factory as store_factory
-from ctxr.index.store.base import StoredPoint
 from ctxr.index.store.edge import EdgeStore
 from ctxr.retrieve.service import SearchService
-from ctxr.types import chunk_id_for
 
 MODES: tuple[str, ...] = ("dense", "bm25", "hybrid")
-CHUNKS_PER_DOC = 10
 WARMUP = 20
 K = 10
-NOISE = 0.5  # norm of the noise added to a pool vector: cosine to it ~ 1/sqrt(1 + NOISE**2)
-ZIPF_S = 1.07
-
-# Real words (prose and code), extended with generated real-looking ones to VOCAB_SIZE.
-_REAL_WORDS_TEXT = """
-the of and to in is for that with on as it be by this are or from at an not was can which
-have has all will if when data file index search query vector token chunk document model
-server client request response error value type function method class module package config
-setting option default path name user time date list table field record key cache store
-memory disk thread process queue event handler stream buffer parser format schema version
-build test release deploy install update delete create read write open close start stop run
-load save send receive connect retry timeout limit batch size count score rank weight filter
-sort merge split join match replace encode decode compress hash sign verify token session
-account password permission role policy network socket port address host domain proxy route
-log metric trace alert monitor report dashboard chart graph node edge tree leaf root branch
-commit merge rebase diff patch issue review comment note section heading paragraph sentence
-word term phrase language english retrieval embedding similarity distance cosine nearest
-neighbour graph layer segment shard replica cluster collection payload point sparse dense
-hybrid fusion reciprocal lexical semantic context prompt answer question source citation
-"""
-_SYLLABLES_TEXT = """
-ka ri to mo ne sa lu vi de po ra ti ko me na shi ba gre tan vel mor dex pli quo zen fra lin
-ber cor dan el ix on ul ar est ion ent al ism ure ory ate ive ous ant ly ize
-"""
-_REAL_WORDS = _REAL_WORDS_TEXT.split()
-_SYLLABLES = _SYLLABLES_TEXT.split()
-VOCAB_SIZE = 4000
-IDENTIFIERS = 600
-
-
-@dataclass(frozen=True)
-class Corpus:
-    texts: list[str]
-    vocab: list[str]
-    probs: npt.NDArray[np.float64]
-
-
-def make_vocab(rng: np.random.Generator) -> list[str]:
-    """Real words first (they get the most frequent ranks), then pseudo-words, then identifiers."""
-    words = list(dict.fromkeys(_REAL_WORDS))
-    seen = set(words)
-    while len(words) < VOCAB_SIZE - IDENTIFIERS:
-        n = int(rng.integers(2, 5))
-        word = "".join(str(s) for s in rng.choice(_SYLLABLES, size=n))
-        if word not in seen:
-            seen.add(word)
-            words.append(word)
-    base = words[40:1500]
-    while len(words) < VOCAB_SIZE:
-        a, b, c = (str(w) for w in rng.choice(base, size=3))
-        style = int(rng.integers(0, 4))
-        if style == 0:
-            ident = a + b.capitalize()  # camelCase
-        elif style == 1:
-            ident = f"{a}_{b}"  # snake_case
-        elif style == 2:
-            ident = f"{a}.{b}_{c}"  # dotted
-        else:
-            ident = a.capitalize() + b.capitalize() + c.capitalize()  # PascalCase
-        if ident not in seen:
-            seen.add(ident)
-            words.append(ident)
-    # Shuffle identifiers into the middle of the rank order so some are frequent, most rare.
-    order = list(range(len(words)))
-    tail = order[300:]
-    rng.shuffle(tail)
-    return [words[i] for i in order[:300] + tail]
-
-
-def make_corpus(chunks: int, seed: int) -> Corpus:
-    rng = np.random.default_rng(seed)
-    vocab = make_vocab(rng)
-    ranks = np.arange(1, len(vocab) + 1, dtype=np.float64)
-    probs = ranks**-ZIPF_S
-    probs /= probs.sum()
-    lengths = rng.integers(50, 151, size=chunks)
-    ids = rng.choice(len(vocab), size=int(lengths.sum()), p=probs)
-    texts: list[str] = []
-    pos = 0
-    for n in lengths:
-        words = [vocab[i] for i in ids[pos : pos + n]]
-        pos += int(n)
-        # Sentences of ~12 words so the text reads like prose to the tokenizers.
-        sentences = [" ".join(words[i : i + 12]) for i in range(0, len(words), 12)]
-        texts.append(". ".join(s.capitalize() for s in sentences) + ".")
-    return Corpus(texts=texts, vocab=vocab, probs=probs)
-
-
-def make_queries(corpus: Corpus, count: int, seed: int) -> list[str]:
-    """2-6 words drawn from the same Zipf law minus the 30 commonest words (as users type)."""
-    rng = np.random.default_rng(seed + 1)
-    probs = corpus.probs.copy()
-    probs[:30] = 0.0
-    probs /= probs.sum()
-    queries = []
-    for _ in range(count):
-        n = int(rng.integers(2, 7))
-        queries.append(" ".join(corpus.vocab[i] for i in rng.choice(len(probs), n, p=probs)))
-    return queries
-
-
-def synthetic_dense(
-    pool: npt.NDArray[np.float32], start: int, stop: int, seed: int
-) -> npt.NDArray[np.float32]:
-    """Rows start..stop: chunk i < len(pool) keeps its real embedding; others get noise."""
-    rng = np.random.default_rng(seed + 2 + start)
-    rows = pool[np.arange(start, stop) % len(pool)].astype(np.float32)
-    dim = pool.shape[1]
-    noise = rng.standard_normal((stop - start, dim)).astype(np.float32) * (NOISE / dim**0.5)
-    noisy = np.arange(start, stop) >= len(pool)
-    rows[noisy] += noise[noisy]
-    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
-    return rows
 
 
 @dataclass
 class BuildStats:
-    generate_s: float = 0.0
     analyse_s: float = 0.0
     weight_s: float = 0.0
     pool_embed_s: float = 0.0
     pool_size: int = 0
     upsert_s: float = 0.0
-    build_s: float = 0.0
     points: int = 0
     avg_terms: float = 0.0
 
@@ -197,9 +84,9 @@ def build_index(
     seed: int,
 ) -> BuildStats:
     stats = BuildStats(points=len(corpus.texts))
-    t0 = time.perf_counter()
-    terms = [analyzer.terms(t) for t in corpus.texts]
-    stats.analyse_s = time.perf_counter() - t0
+    with Span() as span:
+        terms = [analyzer.terms(t) for t in corpus.texts]
+    stats.analyse_s = span.seconds
     stats.avg_terms = sum(len(t) for t in terms) / len(terms)
     say(
         f"analysed {len(terms):,} chunks in {stats.analyse_s:.1f} s "
@@ -207,9 +94,9 @@ def build_index(
     )
 
     pool_size = min(pool_size, len(corpus.texts))
-    t0 = time.perf_counter()
-    pool = embedder.embed(corpus.texts[:pool_size])
-    stats.pool_embed_s = time.perf_counter() - t0
+    with Span() as span:
+        pool = embedder.embed(corpus.texts[:pool_size])
+    stats.pool_embed_s = span.seconds
     stats.pool_size = pool_size
     say(
         f"embedded a pool of {pool_size:,} real chunks in {stats.pool_embed_s:.1f} s "
@@ -221,88 +108,36 @@ def build_index(
     store = EdgeStore.create(
         store_factory.shard_path(index_dir), embedder.dim, settings.store.hnsw_ef
     )
-    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    build_start = time.perf_counter()
     try:
         for start in range(0, len(corpus.texts), batch):
             stop = min(start + batch, len(corpus.texts))
             dense = synthetic_dense(pool, start, stop, seed)
-            t0 = time.perf_counter()
-            points: list[StoredPoint] = []
-            for i in range(start, stop):
-                doc = i // CHUNKS_PER_DOC
-                doc_id = f"doc{doc:07d}"
-                text = corpus.texts[i]
-                points.append(
-                    StoredPoint(
-                        point_id=chunk_id_for(doc_id, i % CHUNKS_PER_DOC),
-                        dense=dense[i - start].tolist(),
-                        sparse=document_vector(terms[i], stats.avg_terms, params),
-                        payload={
-                            "doc_id": doc_id,
-                            "source": f"synthetic/{doc_id}.md",
-                            "index": i % CHUNKS_PER_DOC,
-                            "start": 0,
-                            "end": len(text),
-                            "heading_path": [],
-                            "text": text,
-                            "context": "",
-                            "context_kind": "none",
-                        },
+            with Span() as span:
+                points = [
+                    stored_point(
+                        i,
+                        corpus.texts[i],
+                        dense[i - start].tolist(),
+                        document_vector(terms[i], stats.avg_terms, params),
                     )
-                )
-            stats.weight_s += time.perf_counter() - t0
-            t0 = time.perf_counter()
-            store.upsert(points)
-            stats.upsert_s += time.perf_counter() - t0
-        t0 = time.perf_counter()
-        store.flush()
-        stats.upsert_s += time.perf_counter() - t0
+                    for i in range(start, stop)
+                ]
+            stats.weight_s += span.seconds
+            with Span() as span:
+                store.upsert(points)
+            stats.upsert_s += span.seconds
+        with Span() as span:
+            store.flush()
+        stats.upsert_s += span.seconds
         count = store.count()
     finally:
         store.close()
-    stats.build_s = time.perf_counter() - build_start
     if count != len(corpus.texts):
         raise SystemExit(f"store holds {count} points, expected {len(corpus.texts)}")
-
-    for doc_start in range(0, len(corpus.texts), CHUNKS_PER_DOC):
-        doc_id = f"doc{doc_start // CHUNKS_PER_DOC:07d}"
-        texts = corpus.texts[doc_start : doc_start + CHUNKS_PER_DOC]
-        manifest.documents[doc_id] = DocumentEntry(
-            source=f"synthetic/{doc_id}.md",
-            sha256=hashlib.sha256("\n".join(texts).encode()).hexdigest(),
-            recipe="bench-synthetic",
-            chunks=len(texts),
-            terms=sum(len(t) for t in terms[doc_start : doc_start + CHUNKS_PER_DOC]),
-            context_kind="none",
-            indexed_at=now,
-        )
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    manifest.documents.update(document_entries(corpus.texts, terms, "bench-synthetic", now))
     manifest.save(index_dir)
     return stats
-
-
-@dataclass(frozen=True)
-class Timing:
-    p50: float
-    p95: float
-    mean: float
-
-    @classmethod
-    def of(cls, seconds: Sequence[float]) -> Timing:
-        ms = sorted(s * 1000.0 for s in seconds)
-        p95 = ms[min(len(ms) - 1, round(0.95 * (len(ms) - 1)))]
-        return cls(p50=statistics.median(ms), p95=p95, mean=statistics.fmean(ms))
-
-
-def time_calls(fn: Callable[[str], object], warm: Sequence[str], queries: Sequence[str]) -> Timing:
-    for q in warm:
-        fn(q)
-    samples = []
-    for q in queries:
-        t0 = time.perf_counter()
-        fn(q)
-        samples.append(time.perf_counter() - t0)
-    return Timing.of(samples)
 
 
 def measure(
@@ -311,16 +146,16 @@ def measure(
     warm: Sequence[str],
     queries: Sequence[str],
 ) -> tuple[dict[str, Timing], dict[str, list[list[str]]], float]:
-    t0 = time.perf_counter()
-    service = SearchService(settings, embedder=embedder)
-    open_s = time.perf_counter() - t0
+    with Span() as span:
+        service = SearchService(settings, embedder=embedder)
+    open_s = span.seconds
     timings: dict[str, Timing] = {}
     results: dict[str, list[list[str]]] = {}
     with service:
         for mode in MODES:
             search = functools.partial(service.search, k=K, mode=mode)
-            timings[mode] = time_calls(search, warm, queries)
-            results[mode] = [[h.chunk_id for h in service.search(q, K, mode)] for q in queries]
+            timings[mode], found = time_each(search, queries, warm=warm)
+            results[mode] = [[h.chunk_id for h in hits] for hits in found]
             say(f"  {mode:<6} p50 {timings[mode].p50:7.2f} ms  p95 {timings[mode].p95:7.2f} ms")
     return timings, results, open_s
 
@@ -338,10 +173,6 @@ def dir_size(path: Path) -> int:
 
 def apparent_size(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
-
-
-def say(line: str) -> None:
-    print(line, flush=True)
 
 
 def fmt_table(plain: dict[str, Timing], hnsw: dict[str, Timing] | None) -> list[str]:
@@ -370,7 +201,7 @@ def fmt_ratios(label: str, t: dict[str, Timing]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0] if __doc__ else None)
+    parser = cli(__doc__)
     parser.add_argument("--chunks", type=int, default=100_000, help="synthetic chunks to index")
     parser.add_argument("--queries", type=int, default=200, help="timed queries per mode")
     parser.add_argument("--pool", type=int, default=1000, help="chunks embedded for real")
@@ -395,21 +226,20 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def run(args: argparse.Namespace, index_dir: Path) -> int:
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     say(
         f"ctxr search latency: {args.chunks:,} chunks, {args.queries} queries/mode "
-        f"(+{WARMUP} warm-up), k={K}; {cores} cores, {platform.machine()}, "
-        f"Python {platform.python_version()}; index at {index_dir}"
+        f"(+{WARMUP} warm-up), k={K}; {machine()}; index at {index_dir}"
     )
+    say(load_line("at start"))
     settings = load_settings(index_dir=index_dir)
     embedder = OnnxEmbedder(
         batch_size=settings.embed.embed_batch_size, threads=settings.embed.embed_threads
     )
     analyzer = components.make_analyzer(settings)
 
-    t0 = time.perf_counter()
-    corpus = make_corpus(args.chunks, args.seed)
-    generate_s = time.perf_counter() - t0
+    with Span() as span:
+        corpus = make_corpus(args.chunks, args.seed)
+    generate_s = span.seconds
     say(
         f"generated {len(corpus.texts):,} chunks in {generate_s:.1f} s "
         f"(vocabulary {len(corpus.vocab):,}, Zipf s={ZIPF_S})"
@@ -431,7 +261,7 @@ def run(args: argparse.Namespace, index_dir: Path) -> int:
         f"({apparent_size(index_dir) / 2**20:,.0f} MiB apparent)"
     )
 
-    embed_t = time_calls(lambda q: embedder.embed([q]), warm, queries)
+    embed_t, _ = time_each(lambda q: embedder.embed([q]), queries, warm=warm)
     say(f"query embedding alone: p50 {embed_t.p50:.2f} ms  p95 {embed_t.p95:.2f} ms")
 
     say("exact search (plain segments, as after a bulk load):")
@@ -444,10 +274,10 @@ def run(args: argparse.Namespace, index_dir: Path) -> int:
     if not args.skip_optimize:
         store = EdgeStore.open(store_factory.shard_path(index_dir), settings.store.hnsw_ef)
         try:
-            t0 = time.perf_counter()
-            changed = store.optimize()
-            store.flush()
-            optimize_s = time.perf_counter() - t0
+            with Span() as span:
+                changed = store.optimize()
+                store.flush()
+            optimize_s = span.seconds
         finally:
             store.close()
         size_opt = dir_size(index_dir)
@@ -459,14 +289,14 @@ def run(args: argparse.Namespace, index_dir: Path) -> int:
         hnsw, opt_hits, open_opt_s = measure(settings, embedder, warm, queries)
         recall = {m: overlap(plain_hits[m], opt_hits[m]) for m in MODES}
 
-    say("")
+    say()
     say(
         f"## {args.chunks:,} chunks, latency in ms per SearchService.search (k={K}, "
         f"candidates={settings.search.candidates})"
     )
     for line in fmt_table(plain, hnsw):
         say(line)
-    say("")
+    say()
     say(
         f"query embedding alone (OnnxEmbedder.embed, 1 query): p50 {embed_t.p50:.2f} ms, "
         f"p95 {embed_t.p95:.2f} ms, mean {embed_t.mean:.2f} ms"
@@ -498,6 +328,8 @@ def run(args: argparse.Namespace, index_dir: Path) -> int:
         f"{max(stats.points - stats.pool_size, 0):,} are pool vectors + Gaussian noise "
         f"(norm {NOISE}), renormalised - SYNTHETIC"
     )
+    say(f"peak RSS {peak_mib():,.0f} MiB")
+    say(load_line("at end"))
     return 0
 
 
