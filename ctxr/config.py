@@ -252,6 +252,14 @@ class StoreSettings(_Group):
     qdrant_collection: str = Field("ctxr", min_length=1, description="collection on the server")
     qdrant_shards: int = Field(1, ge=1, description="shard_number when ctxr creates the collection")
     qdrant_replicas: int = Field(1, ge=1, description="replication_factor on creation")
+    # Writes to a server (ctxr.index.store.server_writes): batches in parallel, and a busy or
+    # restarting node's 429/502/503/504 or refused connection retried with backoff.
+    qdrant_write_parallel: int = Field(
+        4, ge=1, le=64, description="upsert batches sent to a Qdrant server at once"
+    )
+    qdrant_write_attempts: int = Field(
+        6, ge=1, le=20, description="tries of a batch a busy or restarting server refuses"
+    )
     # 256, not 128: recall@10 vs exact on SciFact's real MiniLM vectors is 0.997 at 128 but
     # 0.989 at 128 / 0.992 at 256 at 100k points (bench/quality/hnsw_recall.py,
     # docs/explanation/benchmarks.md), for about 0.2 ms more per dense query.
@@ -333,6 +341,25 @@ class SearchSettings(_Group):
         return _blank_is_unset(value)
 
 
+class RunSettings(_Group):
+    """Where a run splits and embeds: this process, or Ray actors (`ctxr.pipeline.executors`)."""
+
+    # Ray joins the cluster RAY_ADDRESS names (Ray's own variable), else starts one for the run.
+    executor: Literal["local", "ray"] = Field(
+        "local", description="where `ctxr index` splits and embeds: local, or ray (--ray)"
+    )
+    ray_workers: int | None = Field(
+        None, ge=1, description="Ray actors per stage; default: the cluster's CPUs / worker CPUs"
+    )
+    ray_worker_cpus: float = Field(1.0, gt=0, description="CPUs each Ray actor asks for")
+    ray_worker_gpus: float = Field(
+        0.0, ge=0, description="GPUs each Ray actor asks for (a GPU embedder)"
+    )
+    ray_local_cpus: int | None = Field(
+        None, ge=1, description="CPUs of a local Ray started for the run; default: all"
+    )
+
+
 class ApiSettings(_Group):
     """The HTTP API and the MCP server: tokens, request limits, hosts, sessions."""
 
@@ -392,6 +419,7 @@ GROUPS: Final[dict[str, type[_Group]]] = {
     "store": StoreSettings,
     "search": SearchSettings,
     "api": ApiSettings,
+    "run": RunSettings,
 }
 # Each flat setting name -> the group that holds it (names are unique across groups).
 GROUP_OF: Final[dict[str, str]] = {
@@ -418,6 +446,7 @@ class Settings(BaseSettings):
     store: StoreSettings = Field(default_factory=StoreSettings.from_env)
     search: SearchSettings = Field(default_factory=SearchSettings.from_env)
     api: ApiSettings = Field(default_factory=ApiSettings.from_env)
+    run: RunSettings = Field(default_factory=RunSettings.from_env)
 
     def __init__(self, **values: Any) -> None:
         # Flat names (chunk_tokens=300) are built into their group here, before validation, so
@@ -445,9 +474,7 @@ class Settings(BaseSettings):
 def setting_fields() -> dict[str, FieldInfo]:
     """Every setting by its flat name (``chunk_tokens``), whichever group holds it: the names
     `.env.example`, the flags and the reference pages use."""
-    fields = {
-        name: field for name, field in Settings.model_fields.items() if name not in GROUPS
-    }
+    fields = {name: field for name, field in Settings.model_fields.items() if name not in GROUPS}
     for model in GROUPS.values():
         fields.update(model.model_fields)
     return fields

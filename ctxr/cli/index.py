@@ -54,6 +54,21 @@ INTERRUPTED = 130
 )
 @follow_links_option
 @click.option(
+    "--ray",
+    "executor",
+    flag_value="ray",
+    default=None,
+    help="split and embed on Ray actors: the cluster RAY_ADDRESS names, else a local Ray "
+    "(pip install 'ctxr[ray]') [CTXR_EXECUTOR]",
+)
+@click.option(
+    "--ray-workers",
+    type=int,
+    default=None,
+    help="Ray actors per stage; default: the cluster's CPUs / CTXR_RAY_WORKER_CPUS "
+    "[CTXR_RAY_WORKERS]",
+)
+@click.option(
     "-v",
     "--verbose",
     is_flag=True,
@@ -73,6 +88,8 @@ def index_command(
     batch: bool | None,
     include: tuple[str, ...],
     follow_links: bool | None,
+    executor: str | None,
+    ray_workers: int | None,
     verbose: bool,
     as_json: bool,
     dry_run: bool,
@@ -91,7 +108,16 @@ def index_command(
     from ctxr.progress import NullProgress, Progress
 
     settings = load_settings(
-        flags=flags_for("index_dir", "context", "chunk_tokens", "chunking", "llm_batch", "include"),
+        flags=flags_for(
+            "index_dir",
+            "context",
+            "chunk_tokens",
+            "chunking",
+            "llm_batch",
+            "include",
+            executor="--ray",
+            ray_workers="--ray-workers",
+        ),
         index_dir=index_dir,
         context=context,
         chunk_tokens=chunk_tokens,
@@ -99,6 +125,8 @@ def index_command(
         llm_batch=batch,
         include=list(include) or None,
         follow_links=follow_links,
+        executor=executor,
+        ray_workers=ray_workers,
     )
     plan = resolve_context(settings.llm)
     if plan.kind == "llm" and not dry_run:

@@ -44,6 +44,8 @@ def print_index_summary(report: IndexReport, verbose: bool = False) -> None:
         rows.append(("embedded per document word piece", parts))
     rows.append(("points in index", str(report.points_total)))
     rows.append(("contexts", report.context_kind))
+    if report.executor != "local":
+        rows.append(("split and embedded on", report.executor))
     if report.contexts:
         c = report.contexts
         dollars = c.dollars

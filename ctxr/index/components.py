@@ -46,8 +46,11 @@ def make_embedder(settings: Settings, cached: bool = False) -> Embedder:
         embedder = OnnxEmbedder(
             batch_size=settings.embed.embed_batch_size, threads=settings.embed.embed_threads
         )
-    if not cached:
-        return embedder
+    return with_cache(embedder, settings) if cached else embedder
+
+
+def with_cache(embedder: Embedder, settings: Settings) -> Embedder:
+    """`embedder` behind the index's on-disk embedding cache (closing it closes `embedder`)."""
     return CachedEmbedder(embedder, cache_dir(settings) / "embeddings")
 
 

@@ -28,8 +28,9 @@ from ctxr.index.run_lock import index_lock
 from ctxr.index.store import factory as store_factory
 from ctxr.index.store.base import Store
 from ctxr.pipeline import space
-from ctxr.pipeline.chunking import Chunker, run_chunker
+from ctxr.pipeline.chunking import Chunker
 from ctxr.pipeline.collect import load_paths
+from ctxr.pipeline.executors import Executor, LocalExecutor, make_executor
 from ctxr.pipeline.prepare import prepare
 from ctxr.pipeline.prune import gone_documents, remove_documents
 from ctxr.pipeline.recipe import document_recipe
@@ -133,7 +134,12 @@ def build_index(
             remove_documents(gone, manifest, store, report)
         return todo
 
-    return run_index(collect, settings, None, "split", rebuild, embedder, progress)
+    executor = make_executor(settings.run)
+    try:
+        return run_index(collect, settings, None, "split", rebuild, embedder, progress,
+                         executor=executor)  # fmt: skip
+    finally:
+        executor.close()
 
 
 def index_documents(
@@ -177,8 +183,11 @@ def run_index(
     progress: Progress | None,
     opened: OpenIndex | None = None,
     create: bool = True,
+    executor: Executor | None = None,
 ) -> IndexReport:
-    """One run over the index; `create=False` (an update) refuses an index that is gone."""
+    """One run over the index; `create=False` (an update) refuses an index that is gone.
+    `executor` places splitting and embedding (`ctxr.pipeline.executors`): in this process
+    unless given."""
     started = time.perf_counter()
     progress = progress or NullProgress()
     plan = resolve_context(settings.llm)
@@ -187,11 +196,12 @@ def run_index(
         refuse_if_owned(index_dir, "index it")
         if not create:
             refuse_missing(index_dir)  # before the lock would make its directory
-    report = IndexReport(index_dir=str(index_dir), context_kind=plan.kind)
+    executor = executor or LocalExecutor()
+    report = IndexReport(index_dir=str(index_dir), context_kind=plan.kind, executor=executor.name)
     try:
         with index_lock(index_dir):  # before anything is created: one run per index at a time
             _locked_run(collect, settings, chunker, chunker_name, rebuild, embedder, progress,
-                        plan, report, opened, create)  # fmt: skip
+                        plan, report, opened, create, executor)  # fmt: skip
     except KeyboardInterrupt:
         # Ctrl-C: every batch written so far is flushed and in the manifest, every LLM answer
         # in the response cache; the report says so, and the next run resumes from there.
@@ -213,12 +223,13 @@ def _locked_run(
     plan: ContextPlan,
     report: IndexReport,
     opened: OpenIndex | None,
-    create: bool = True,
+    create: bool,
+    executor: Executor,
 ) -> None:
     index_dir = Path(settings.index_dir)
     own_embedder = embedder is None  # a caller's embedder stays open for its next run
     with report.timed("open"):
-        embedder = embedder or components.make_embedder(settings, cached=True)
+        embedder = embedder or components.with_cache(executor.embedder(settings), settings)
         analyzer = components.make_analyzer(settings)
         if opened is None:
             # before creating the shard
@@ -236,8 +247,8 @@ def _locked_run(
         # the engine's mapped writes with SIGBUS, answers in flight lost).
         space.check_room(index_dir, components.cache_dir(settings), todo, embedder.dim,
                          not manifest.documents, settings.corpus.min_free_mb)  # fmt: skip
-        own, budget_for = run_chunker(settings, chunker, embedder)
-        prepared = prepare(todo, own, budget_for, plan, settings, analyzer, report, progress)
+        splits = executor.split(todo, settings, chunker, embedder)
+        prepared = prepare(todo, splits, plan, settings, analyzer, report, progress)
         write(prepared, manifest, store, embedder, analyzer, settings, recipe, report, progress)
         if own_embedder:
             # Every chunk is embedded: free the model before the HNSW build and the read-back

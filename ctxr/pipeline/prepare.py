@@ -4,23 +4,20 @@ when written, `write.py`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import replace
+from collections.abc import Iterable
 from pathlib import Path
 
 from ctxr.config import Settings
 from ctxr.enrich.situate.contexts import ContextPlan, ContextsInterrupted, situate_all
-from ctxr.enrich.split.inflation import LanguageBudget
 from ctxr.index import components
 from ctxr.index.bm25.analyzer import Bm25Analyzer
 from ctxr.index.bm25.documents import carries_document_vector
 from ctxr.pipeline.chunk_sizes import ChunkSizes
-from ctxr.pipeline.chunking import BudgetedChunker
 from ctxr.pipeline.report import IndexReport
 from ctxr.pipeline.write import Prepared
 from ctxr.progress import Progress
 from ctxr.tokens import count_tokens
-from ctxr.types import Document
+from ctxr.types import Chunk, Document
 
 SPLIT_PHASE = "split"  # the progress phase: one step a document
 
@@ -40,8 +37,7 @@ def document_terms(document: Document, settings: Settings, analyzer: Bm25Analyze
 
 def prepare(
     documents: list[Document],
-    chunker: BudgetedChunker,
-    budget_for: Callable[[Document], LanguageBudget],
+    splits: Iterable[tuple[Document, list[Chunk]]],
     plan: ContextPlan,
     settings: Settings,
     analyzer: Bm25Analyzer,
@@ -52,11 +48,7 @@ def prepare(
     pairs = []
     sizes = ChunkSizes()
     with report.timed("split"):
-        for document in documents:
-            budget = budget_for(document)  # detects the language once, for both uses
-            chunks = chunker(document, budget)
-            if budget.language is not None:
-                document = replace(document, natural_language=budget.language)
+        for document, chunks in splits:  # the executor's, in `documents`' order
             pairs.append((document, chunks))
             sizes.add(document.kind, chunks)
             progress.advance(SPLIT_PHASE)

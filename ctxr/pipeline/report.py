@@ -21,6 +21,7 @@ STAGES = ("open", "load", "split", "contexts", "embed", "write", "optimize", "ch
 class IndexReport:
     index_dir: str
     context_kind: str
+    executor: str = "local"  # where splitting and embedding ran (`ctxr.pipeline.executors`)
     files_seen: int = 0
     documents_indexed: int = 0
     documents_unchanged: int = 0

@@ -78,9 +78,7 @@ class PlanOptions:
     fit: Fit | None = None  # the server's window, where known: every request fits it
 
     @classmethod
-    def from_settings(
-        cls, llm: LLMSettings, encoding: str, fit: Fit | None = None
-    ) -> PlanOptions:
+    def from_settings(cls, llm: LLMSettings, encoding: str, fit: Fit | None = None) -> PlanOptions:
         """The options a run with `settings` plans with; the estimate prices the same plan.
         `fit` is the window the server reported; CTXR_LLM_CONTEXT_TOKENS, when set, wins."""
         if llm.llm_context_tokens is not None:

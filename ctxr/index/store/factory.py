@@ -19,7 +19,6 @@ if TYPE_CHECKING:
     from ctxr.index.store.server import QdrantServerStore
 
 
-
 def shard_path(index_dir: Path) -> Path:
     return index_dir / SHARD_DIR
 
@@ -65,11 +64,13 @@ def _server(store: StoreSettings, how: str, dim: int | None) -> QdrantServerStor
     _require_qdrant_client()
     from ctxr.index.store.server import QdrantServerStore
     from ctxr.index.store.server_client import connect, redact
+    from ctxr.index.store.server_writes import WritePolicy
 
     key = _api_key(store)
     client = connect(store.qdrant_url, key)
     where = redact(store.qdrant_url)
     name = store.qdrant_collection
+    writes = WritePolicy(store.qdrant_write_parallel, store.qdrant_write_attempts)
     try:
         if how == "create":
             assert dim is not None
@@ -82,9 +83,10 @@ def _server(store: StoreSettings, how: str, dim: int | None) -> QdrantServerStor
                 where=where,
                 hnsw_ef=store.hnsw_ef,
                 secret=key,
+                writes=writes,
             )
         return QdrantServerStore.open(
-            client, name, dim, where=where, hnsw_ef=store.hnsw_ef, secret=key
+            client, name, dim, where=where, hnsw_ef=store.hnsw_ef, secret=key, writes=writes
         )
     except BaseException:
         client.close()

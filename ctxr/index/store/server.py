@@ -17,6 +17,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import replace
 from typing import Any, cast
 
 from qdrant_client import QdrantClient, models
@@ -35,6 +36,7 @@ from ctxr.index.store.base import (
     StoredPoint,
 )
 from ctxr.index.store.server_client import server_errors
+from ctxr.index.store.server_writes import WritePolicy, write_batches
 
 UPSERT_BATCH = 256  # points per request: keeps request bodies well under a server's limits
 
@@ -42,6 +44,11 @@ UPSERT_BATCH = 256  # points per request: keeps request bodies well under a serv
 # `hnsw_ef`: both true, and beside the point there, since it searches exhaustively.
 warnings.filterwarnings("ignore", message="Payload indexes have no effect in the local Qdrant")
 warnings.filterwarnings("ignore", message="Local mode performs exact")
+
+
+def _local_mode(client: QdrantClient) -> bool:
+    options = client.init_options
+    return options.get("location") == ":memory:" or options.get("path") is not None
 
 
 class QdrantServerStore:
@@ -54,8 +61,14 @@ class QdrantServerStore:
         hnsw_ef: int = 256,
         owns_client: bool = True,
         secret: str | None = None,
+        writes: WritePolicy | None = None,
     ) -> None:
         self._client = client
+        self._writes = writes or WritePolicy()
+        if _local_mode(client):
+            # qdrant-client's local mode (file: URLs, tests) is one Python object, not a
+            # server: two upserts at once corrupt its arrays.
+            self._writes = replace(self._writes, parallel=1)
         self._collection = collection
         self._where = where
         self._params = models.SearchParams(hnsw_ef=hnsw_ef)
@@ -75,10 +88,17 @@ class QdrantServerStore:
         hnsw_ef: int = 256,
         owns_client: bool = True,
         secret: str | None = None,
+        writes: WritePolicy | None = None,
     ) -> QdrantServerStore:
         """Create the collection; an existing one is never replaced here (see `drop`)."""
         store = cls(
-            client, collection, where=where, hnsw_ef=hnsw_ef, owns_client=owns_client, secret=secret
+            client,
+            collection,
+            where=where,
+            hnsw_ef=hnsw_ef,
+            owns_client=owns_client,
+            secret=secret,
+            writes=writes,
         )
         with store._errors("creating the collection"):
             if client.collection_exists(collection):
@@ -116,10 +136,17 @@ class QdrantServerStore:
         hnsw_ef: int = 256,
         owns_client: bool = True,
         secret: str | None = None,
+        writes: WritePolicy | None = None,
     ) -> QdrantServerStore:
         """Open an existing collection, checking it has ctxr's schema (and `dim`, if given)."""
         store = cls(
-            client, collection, where=where, hnsw_ef=hnsw_ef, owns_client=owns_client, secret=secret
+            client,
+            collection,
+            where=where,
+            hnsw_ef=hnsw_ef,
+            owns_client=owns_client,
+            secret=secret,
+            writes=writes,
         )
         with store._errors("opening the collection"):
             if not client.collection_exists(collection):
@@ -160,13 +187,19 @@ class QdrantServerStore:
         return server_errors(self._where, f"{action} {self._collection!r}", self._secret)
 
     def upsert(self, points: Sequence[StoredPoint]) -> None:
+        batches = [
+            [
+                models.PointStruct(id=p.point_id, vector=_vectors(p), payload=dict(p.payload))
+                for p in points[start : start + UPSERT_BATCH]
+            ]
+            for start in range(0, len(points), UPSERT_BATCH)
+        ]
+
+        def send(batch: list[models.PointStruct]) -> None:
+            self._client.upsert(self._collection, batch, wait=True)
+
         with self._errors("writing to"):
-            for start in range(0, len(points), UPSERT_BATCH):
-                batch = [
-                    models.PointStruct(id=p.point_id, vector=_vectors(p), payload=dict(p.payload))
-                    for p in points[start : start + UPSERT_BATCH]
-                ]
-                self._client.upsert(self._collection, batch, wait=True)
+            write_batches(send, batches, self._writes)
 
     def delete_documents(self, doc_ids: Sequence[str]) -> None:
         if not doc_ids:

@@ -1,0 +1,56 @@
+"""The `Executor` protocol, and splitting a batch of documents: the work an executor places."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
+from typing import Protocol
+
+from ctxr.config import Settings
+from ctxr.enrich.split.inflation import LanguageBudget
+from ctxr.index.embed.base import Embedder
+from ctxr.pipeline.chunking import BudgetedChunker, Chunker
+from ctxr.types import Chunk, Document
+
+Split = tuple[Document, list[Chunk]]
+
+
+class Executor(Protocol):
+    """Where a run splits and embeds. A run makes one, uses it, and closes it."""
+
+    @property
+    def name(self) -> str:
+        """`local` or `ray`, said in the run's report."""
+        ...
+
+    def embedder(self, settings: Settings) -> Embedder:
+        """The embedder the run writes with, before the embedding cache is put around it."""
+        ...
+
+    def split(
+        self,
+        documents: Sequence[Document],
+        settings: Settings,
+        chunker: Chunker | None,
+        embedder: Embedder,
+    ) -> Iterator[Split]:
+        """Each document (its detected language set) with its chunks, in input order.
+        `chunker` replaces ctxr's splitter when given; `embedder` is the run's."""
+        ...
+
+    def close(self) -> None: ...
+
+
+def split_documents(
+    documents: Sequence[Document],
+    chunker: BudgetedChunker,
+    budget_for: Callable[[Document], LanguageBudget],
+) -> Iterator[Split]:
+    """Split each document with its budget; the language that sizing detected goes into the
+    document, whose payload keeps it. The one loop both executors run."""
+    for document in documents:
+        budget = budget_for(document)  # detects the language once, for both uses
+        chunks = chunker(document, budget)
+        if budget.language is not None:
+            document = replace(document, natural_language=budget.language)
+        yield document, chunks

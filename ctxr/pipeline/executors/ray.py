@@ -1,0 +1,195 @@
+"""The Ray executor: splitting and embedding on Ray actors, each holding its own model.
+
+`ray.init()` joins the cluster `RAY_ADDRESS` names (Ray's own convention) or starts a local Ray
+for the run, shut down at its end; a Ray the caller already started is used and left running.
+Actors are made per stage and freed after it: splitters (the tokenizer and ctxr's splitter,
+loaded once per actor), then embedders (the ONNX model, loaded once per actor), each asking
+`CTXR_RAY_WORKER_CPUS` CPUs and `CTXR_RAY_WORKER_GPUS` GPUs of the cluster.
+
+Placement keeps the index the one a local run builds:
+- documents go to the splitters in contiguous batches and come back in input order;
+- the embedder's texts arrive sorted longest first (`pipeline.write`), and each actor gets a
+  contiguous slice whose length is a multiple of the local embedder's batch, so every ONNX
+  batch (and so its padding) is the one a local run makes: vectors agree to float rounding;
+- a given chunker (an evaluation set's own chunks) is a Python object of the caller's, split in
+  the driver; an HTTP embedder (`CTXR_EMBEDDER=openai`) stays in the driver too, where one rate
+  budget holds for the run (N actors would each spend the whole budget).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from ctxr.config import RunSettings, Settings
+from ctxr.errors import ConfigError
+from ctxr.index import components
+from ctxr.index.embed.base import Embedder, FloatMatrix
+from ctxr.pipeline.chunking import Chunker, run_chunker
+from ctxr.pipeline.executors.base import Split, split_documents
+from ctxr.types import Document
+
+# Documents a splitter actor is handed at once: enough to amortise a round trip (~1 ms), few
+# enough that every actor gets work on a small corpus.
+SPLIT_BATCH_DOCUMENTS = 16
+
+
+def _ray() -> Any:
+    try:
+        import ray
+    except ImportError:  # an optional extra
+        raise ConfigError(
+            "the Ray executor needs Ray: pip install 'ctxr[ray]', or index without --ray "
+            "(CTXR_EXECUTOR=local)"
+        ) from None
+    return ray
+
+
+class _SplitWorker:
+    """A Ray actor: ctxr's splitter with the run's settings, built once."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self._embedder = components.make_embedder(settings)  # its tokenizer sizes chunks
+        self._split, self._budget_for = run_chunker(settings, None, self._embedder)
+
+    def split(self, documents: list[Document]) -> list[Split]:
+        return list(split_documents(documents, self._split, self._budget_for))
+
+
+class _EmbedWorker:
+    """A Ray actor: the run's embedder, its model loaded once."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._embedder = components.make_embedder(settings)
+
+    def embed(self, texts: list[str]) -> FloatMatrix:
+        return self._embedder.embed(texts)
+
+
+class RayEmbedder:
+    """An `Embedder` whose `embed` runs on Ray actors; the rest (name, sizes, token counts)
+    is answered by an unloaded local embedder, which reads only its tokenizer.
+
+    The actors are made at the first `embed`: a run opens its embedder before it splits, and
+    embedders holding every CPU would leave the splitter actors waiting for one forever."""
+
+    def __init__(self, local: Embedder, make_actors: Callable[[], list[Any]], batch: int) -> None:
+        self._local = local
+        self._make_actors = make_actors
+        self._actors: list[Any] = []
+        self._batch = batch  # slices are multiples of it (see the module's docstring)
+
+    @property
+    def name(self) -> str:
+        return self._local.name
+
+    @property
+    def dim(self) -> int:
+        return self._local.dim
+
+    @property
+    def max_tokens(self) -> int:
+        return self._local.max_tokens
+
+    def count_tokens(self, text: str) -> int:
+        return self._local.count_tokens(text)
+
+    def embed(self, texts: Sequence[str]) -> FloatMatrix:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        if not self._actors:
+            self._actors = self._make_actors()
+        share = math.ceil(len(texts) / len(self._actors))
+        share = math.ceil(share / self._batch) * self._batch
+        slices = [list(texts[i : i + share]) for i in range(0, len(texts), share)]
+        ray = _ray()
+        refs = [actor.embed.remote(part) for actor, part in zip(self._actors, slices, strict=False)]
+        return np.vstack(ray.get(refs)).astype(np.float32, copy=False)
+
+    def close(self) -> None:
+        ray = _ray()
+        for actor in self._actors:
+            ray.kill(actor)
+        self._actors = []
+        close = getattr(self._local, "close", None)
+        if callable(close):
+            close()
+
+
+class RayExecutor:
+    name = "ray"
+
+    def __init__(self, run: RunSettings) -> None:
+        ray = _ray()
+        self._run = run
+        self._started = False
+        if not ray.is_initialized():
+            # RAY_ADDRESS, when set, is read by ray.init itself; unset, a local Ray starts.
+            ray.init(
+                num_cpus=run.ray_local_cpus,
+                include_dashboard=False,
+                log_to_driver=False,
+                configure_logging=False,
+            )
+            self._started = True
+        self._ray = ray
+
+    def _workers(self) -> int:
+        if self._run.ray_workers is not None:
+            return self._run.ray_workers
+        cpus = float(self._ray.cluster_resources().get("CPU", 1))
+        return max(1, int(cpus // self._run.ray_worker_cpus))
+
+    def _actors(self, cls: type, settings: Settings, count: int) -> list[Any]:
+        remote = self._ray.remote(
+            num_cpus=self._run.ray_worker_cpus, num_gpus=self._run.ray_worker_gpus
+        )(cls)
+        # Each actor's onnxruntime uses the CPUs the actor asked for, not the whole host's.
+        threads = max(1, int(self._run.ray_worker_cpus))
+        placed = settings.replace(embed_threads=settings.embed.embed_threads or threads)
+        return [remote.remote(placed) for _ in range(count)]
+
+    def embedder(self, settings: Settings) -> Embedder:
+        local = components.make_embedder(settings)
+        if settings.embed.embedder != "local":
+            return local  # HTTP: one rate budget, in the driver (see the module's docstring)
+        return RayEmbedder(
+            local,
+            lambda: self._actors(_EmbedWorker, settings, self._workers()),
+            settings.embed.embed_batch_size,
+        )
+
+    def split(
+        self,
+        documents: Sequence[Document],
+        settings: Settings,
+        chunker: Chunker | None,
+        embedder: Embedder,
+    ) -> Iterator[Split]:
+        if chunker is not None or not documents:
+            own, budget_for = run_chunker(settings, chunker, embedder)
+            yield from split_documents(documents, own, budget_for)
+            return
+        batches = [
+            list(documents[i : i + SPLIT_BATCH_DOCUMENTS])
+            for i in range(0, len(documents), SPLIT_BATCH_DOCUMENTS)
+        ]
+        actors = self._actors(_SplitWorker, settings, min(self._workers(), len(batches)))
+        try:
+            from ray.util import ActorPool
+
+            pool = ActorPool(actors)
+            # map keeps input order; each actor takes the next batch when it is free.
+            for result in pool.map(lambda actor, batch: actor.split.remote(batch), batches):
+                yield from result
+        finally:
+            for actor in actors:
+                self._ray.kill(actor)
+
+    def close(self) -> None:
+        if self._started and self._ray.is_initialized():
+            self._ray.shutdown()

@@ -1,0 +1,116 @@
+"""A Ray-built index is the index a local run builds: the same chunk ids, payloads and BM25
+vectors, dense vectors equal to float rounding, and the same hits.
+
+Runs where the `ray` extra is installed (CI's Ray step), on a local Ray of 2 CPUs; skipped
+elsewhere. The Ray run embeds with its own, empty cache, so every vector it writes was made on
+a Ray actor, not read back from the local run's cache."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from ctxr.config import Settings, load_settings
+from ctxr.index.manifest import Manifest
+from ctxr.index.store import factory as store_factory
+from ctxr.index.store.base import ScannedPoint
+from ctxr.pipeline.build import build_index
+from ctxr.retrieve.service import SearchService
+from tests.conftest import ROOT, BuiltIndex
+
+ray = pytest.importorskip("ray", reason="the ray extra is not installed")
+
+QUERIES = ("how do I restore a backup?", "rate limit retry", "configure the kettle", "tokenizer")
+
+
+@pytest.fixture(scope="module")
+def local_ray() -> Iterator[None]:
+    """One local Ray for the module, as `ctxr index --ray` starts for a run (2 CPUs, so two
+    actors a stage, as on a developer's laptop with `CTXR_RAY_WORKERS` unset)."""
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    yield
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def ray_index(
+    local_ray: None, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Settings, dict[str, Any]]:
+    work = tmp_path_factory.mktemp("ray-index")
+    settings = load_settings(
+        index_dir=work / "idx", cache_dir=work / "cache", executor="ray", ray_worker_cpus=1
+    )
+    cwd = Path.cwd()
+    try:
+        os.chdir(ROOT)  # sources read `examples/...`, as the local fixture's do
+        report = build_index(["examples"], settings)
+    finally:
+        os.chdir(cwd)
+    return settings, report.to_json()
+
+
+def _points(settings: Settings) -> dict[str, ScannedPoint]:
+    dim = Manifest.load(settings.index_dir).settings.dim
+    store = store_factory.open_store(settings.store, settings.index_dir, dim)
+    try:
+        return {p.point_id: p for page in store.scan() for p in page}
+    finally:
+        store.close()
+
+
+def test_ray_run_reports_where_it_ran(ray_index: tuple[Settings, dict[str, Any]]) -> None:
+    _, report = ray_index
+    assert report["executor"] == "ray"
+    assert report["failed"] == [] and report["documents_indexed"] == 10
+
+
+def test_ray_index_is_the_local_index(
+    ray_index: tuple[Settings, dict[str, Any]], examples_index: BuiltIndex
+) -> None:
+    ray_settings, report = ray_index
+    assert report["chunks_written"] == examples_index.report.chunks_written
+    local, distributed = _points(examples_index.settings), _points(ray_settings)
+    assert sorted(local) == sorted(distributed)  # uuid5 of document and index: the same chunks
+    worst = 0.0
+    for point_id, mine in local.items():
+        theirs = distributed[point_id]
+        assert theirs.payload == mine.payload
+        assert theirs.sparse == mine.sparse and theirs.document == mine.document
+        gap = float(np.max(np.abs(np.asarray(theirs.dense) - np.asarray(mine.dense))))
+        worst = max(worst, gap)
+    assert worst < 1e-4, f"dense vectors differ by up to {worst}"
+    local_manifest = Manifest.load(examples_index.index_dir)
+    ray_manifest = Manifest.load(ray_settings.index_dir)
+    assert local_manifest.documents.keys() == ray_manifest.documents.keys()
+    for doc_id, entry in local_manifest.documents.items():
+        assert ray_manifest.documents[doc_id].sha256 == entry.sha256
+        assert ray_manifest.documents[doc_id].chunks == entry.chunks
+
+
+def test_ray_index_answers_as_the_local_one(
+    ray_index: tuple[Settings, dict[str, Any]], examples_index: BuiltIndex
+) -> None:
+    ray_settings, _ = ray_index
+    with SearchService(examples_index.settings) as local, SearchService(ray_settings) as built:
+        for query in QUERIES:
+            mine = [h.chunk_id for h in local.search(query, k=5)]
+            theirs = [h.chunk_id for h in built.search(query, k=5)]
+            assert theirs == mine, query
+
+
+def test_an_unchanged_corpus_costs_a_ray_run_nothing(
+    ray_index: tuple[Settings, dict[str, Any]],
+) -> None:
+    ray_settings, _ = ray_index
+    cwd = Path.cwd()
+    try:
+        os.chdir(ROOT)
+        again = build_index(["examples"], ray_settings)
+    finally:
+        os.chdir(cwd)
+    assert again.documents_unchanged == 10 and again.chunks_written == 0
