@@ -74,3 +74,15 @@ def write_corpus(data: Path | None, out: Path, limit: int | None) -> int:
         (out / f"{d['doc_id']}{suffix}").write_text(d["content"])
         total += count_tokens(d["content"], "cl100k_base")
     return total
+
+
+def write_copies(data: Path | None, corpus: Path, copies: int) -> None:
+    """The whole set under ``corpus/c0``, and `copies` - 1 more copies of it beside (``c1``,
+    ...): the same files under other paths, so a corpus N times the size indexes N times the
+    chunks."""
+    write_corpus(data, corpus / "c0", None)
+    for copy in range(1, copies):
+        target = corpus / f"c{copy}"
+        target.mkdir()
+        for path in (corpus / "c0").iterdir():
+            (target / path.name).write_text(path.read_text())

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bench.common.checkout import CTXR_CODE
-from bench.common.codebase import add_data_option, write_corpus
+from bench.common.codebase import add_data_option, write_copies
 from bench.common.measure import load_line, ratio_table, run_child, say, turns
 from bench.common.measure import parser as cli
 
@@ -76,12 +76,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         corpus = root / "corpus"
-        write_corpus(args.data, corpus / "c0", None)
-        for copy in range(1, args.copies):
-            target = corpus / f"c{copy}"
-            target.mkdir()
-            for path in (corpus / "c0").iterdir():
-                (target / path.name).write_text(path.read_text())
+        write_copies(args.data, corpus, args.copies)
         seconds: dict[str, list[float]] = {FLOOR: [], INDEX: []}
         peaks = dict.fromkeys(seconds, 0.0)
         report: dict[str, object] = {}
