@@ -541,12 +541,27 @@
     renderDocument(doc, chunkId);
     const hit = chunkId && document.getElementById(`chunk-${chunkId}`);
     if (hit) {
-      hit.scrollIntoView({ block: 'center' });
+      reveal(hit, true);
       hit.focus({ preventScroll: true });
       if (query) markChunk(hit, query);
     } else {
       $('doc-title').focus();
     }
+  }
+
+  /** Scroll `el` into the room the sticky bars leave: its top just below them (`top`), or,
+   * otherwise, only as far as it takes to show it. */
+  function reveal(el, top) {
+    const head = document.querySelector('.doc-head');
+    const style = getComputedStyle(head);
+    const covered = (style.position === 'sticky'
+      ? parseFloat(style.top) + head.offsetHeight
+      : document.querySelector('.topbar').offsetHeight) + 12;
+    const box = el.getBoundingClientRect();
+    let delta = 0;
+    if (top || box.top < covered || box.height > window.innerHeight - covered) delta = box.top - covered;
+    else if (box.bottom > window.innerHeight - 12) delta = box.bottom - (window.innerHeight - 12);
+    window.scrollBy(0, delta);
   }
 
   function renderDocument(doc, hitId) {
@@ -565,7 +580,7 @@
         onclick: (event) => {
           event.preventDefault();
           const target = document.getElementById(`chunk-${chunk.chunk_id}`);
-          target.scrollIntoView({ block: 'start' });
+          reveal(target, true);
           target.focus({ preventScroll: true });
         },
       });
@@ -578,9 +593,10 @@
       const previous = doc.chunks[i - 1];
       if (previous && chunk.start !== previous.end) {
         const gap = chunk.start - previous.end;
-        items.push(h('li', { class: 'gap', 'aria-hidden': 'true' }, gap > 0
-          ? `${fmt(gap)} ${gap === 1 ? 'character' : 'characters'} between chunks (${fmt(previous.end)}–${fmt(chunk.start)})`
-          : `overlaps the chunk before by ${fmt(-gap)} characters`));
+        items.push(h('li', {
+          class: 'gap', 'aria-hidden': 'true', title: `${fmt(previous.end)}–${fmt(chunk.start)}`,
+        }, gap > 0 ? `${fmt(gap)} ${gap === 1 ? 'character' : 'characters'} between`
+          : `overlaps the chunk before by ${fmt(-gap)} ${gap === -1 ? 'character' : 'characters'}`));
       }
       items.push(renderChunk(chunk, chunk.chunk_id === hitId, code));
     });
@@ -728,7 +744,7 @@
       card('Tokens', fmt(o.tokens), 'in the chunks’ own text'),
       card('LLM contexts', llmChunks ? `${Math.round((llmChunks.chunks / Math.max(1, o.chunks)) * 100)}%` : 'none',
         llmChunks ? `${fmt(llmChunks.chunks)} of ${fmt(o.chunks)} chunks` : 'outline contexts only'),
-      card('Updated', ago(o.updated_at), `${when(o.updated_at)}; created ${when(o.created_at)}`)));
+      card('Updated', ago(o.updated_at), `created ${when(o.created_at)}`)));
     parts.push(section('By kind', groupTable('Documents and chunks by kind', o.kinds, o.chunks)));
     const languages = [];
     if (o.languages.length) languages.push(h('h3', {}, 'Code'), groupTable('Code by language', o.languages, o.chunks));
@@ -834,7 +850,7 @@
         const next = event.key === 'ArrowDown' ? Math.min(at + 1, chunks.length - 1) : Math.max(at - 1, 0);
         event.preventDefault();
         chunks[next].focus({ preventScroll: true });
-        chunks[next].scrollIntoView({ block: 'nearest' });
+        reveal(chunks[next], false);
       }
     }
   });
