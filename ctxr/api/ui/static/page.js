@@ -672,8 +672,8 @@
 
   /** A table whose first column heads its rows; `numeric[i]` right-aligns column i, and
    * `paths` lets long file paths wrap anywhere. */
-  function table(caption, headers, rows, numeric, paths = false) {
-    return h('div', { class: 'table-wrap' }, h('table', {},
+  function table(caption, headers, rows, numeric, paths = false, kind = null) {
+    return h('div', { class: 'table-wrap' }, h('table', { class: kind },
       h('caption', { class: 'sr-only' }, caption),
       h('thead', {}, h('tr', {}, headers.map((t, i) => h('th', { scope: 'col', class: numeric[i] ? 'num' : null }, t)))),
       h('tbody', {}, rows.map((row) => h('tr', {}, row.map((cell, i) => (i === 0
@@ -683,14 +683,14 @@
 
   function groupTable(caption, groups, total) {
     if (!groups.length) return h('p', { class: 'none' }, 'None.');
-    return table(caption, ['', 'documents', 'chunks', 'tokens', 'share of chunks'],
+    return table(caption, ['', 'documents', 'chunks', 'tokens', 'share'],
       groups.map((g) => {
         const fill = h('span', { class: 'fill' });
         fill.style.width = `${((g.chunks / Math.max(1, total)) * 100).toFixed(1)}%`;
         return [g.name, fmt(g.documents), fmt(g.chunks), fmt(g.tokens),
           h('span', { class: 'share' }, h('span', { class: 'bar' }, fill),
             h('span', {}, `${Math.round((g.chunks / Math.max(1, total)) * 100)}%`))];
-      }), [false, true, true, true, false]);
+      }), [false, true, true, true, false], false, 'groups');
   }
 
   function histogram(sizes) {
