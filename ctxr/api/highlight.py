@@ -30,9 +30,14 @@ class HighlightRequestBase(BaseModel):
     texts: list[str] = Field(max_length=MAX_TEXTS, description="the texts to mark")
 
 
+# A span as a two-item list, not a tuple: /openapi.json wrote a tuple's item schemas as a list
+# under `items`, which OpenAPI 3.1 refuses (schemathesis stopped at it).
+Span = Annotated[list[int], Field(min_length=2, max_length=2)]
+
+
 class HighlightResponse(BaseModel):
     terms: list[str] = Field(description="the query's BM25 terms, in order, each once")
-    spans: list[list[tuple[int, int]]] = Field(
+    spans: list[list[Span]] = Field(
         description="per text, in the order sent: the [start, end) code-point spans of the "
         "words that share a term with the query, ascending"
     )
@@ -60,7 +65,8 @@ def add_highlight_route(app: FastAPI, holder: ServiceHolder, max_query_chars: in
         def mark() -> HighlightResponse:
             with holder.lease() as service:
                 found = service.highlight(body.query, body.texts)
-            return HighlightResponse(terms=found.terms, spans=found.spans)
+            spans = [[[start, end] for start, end in text] for text in found.spans]
+            return HighlightResponse(terms=found.terms, spans=spans)
 
         return await run_in_threadpool(mark)
 

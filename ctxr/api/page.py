@@ -18,6 +18,7 @@ only, so a document that holds markup cannot run in the page.
 from __future__ import annotations
 
 from functools import cache
+from html import escape
 from importlib.resources import files
 from pathlib import Path
 from string import Template
@@ -52,6 +53,6 @@ def add_page_routes(app: FastAPI) -> None:
 
     @app.get("/", include_in_schema=False)
     async def page(request: Request) -> HTMLResponse:
-        root = request.scope.get("root_path", "").rstrip("/")
-        html = _shell().substitute(root=root, version=app.version)
+        root = escape(request.scope.get("root_path", "").rstrip("/"))
+        html = _shell().substitute(root=root, version=escape(app.version))
         return HTMLResponse(html, headers=_HEADERS)
