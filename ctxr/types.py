@@ -158,7 +158,7 @@ class Hit:
         Mapping[str, RetrieverScore],
         Field(
             description="each retriever's own score and rank for this chunk (dense, bm25, "
-            "bm25_doc, rerank)"
+            "bm25_doc, rerank; a reranked hit keeps its fused score and rank as fused)"
         ),
     ] = field(default_factory=dict)
     # Why a hit is not what was asked for, e.g. "rerank failed: timeout" (fused order kept).

@@ -67,7 +67,8 @@ def _check(answer: dict[str, Any], query: str, *, id_: str | None = None) -> Non
         assert all(isinstance(p, int) for p in hit["pages"])
         assert all(isinstance(f, str) for f in hit["flags"])
         for name, score in hit["scores"].items():
-            assert name in {"dense", "bm25", "bm25_doc", "rerank"} and set(score) == set(SCORE)
+            assert name in {"dense", "bm25", "bm25_doc", "fused", "rerank"}
+            assert set(score) == set(SCORE)
             assert all(isinstance(score[k], t) for k, t in SCORE.items())
 
 

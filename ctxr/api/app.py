@@ -42,6 +42,7 @@ from starlette.concurrency import run_in_threadpool
 from ctxr.api.client import UPDATE_PATH
 from ctxr.api.docs_assets import add_docs_routes
 from ctxr.api.guard import ACCESS_KEY, AUTHORISED_KEY, Guard
+from ctxr.api.highlight import add_highlight_route
 from ctxr.api.holder import ServiceHolder
 from ctxr.api.hosts import HostPolicy
 from ctxr.api.live import add_live_routes
@@ -54,6 +55,8 @@ from ctxr.api.models import (
     search_request_model,
 )
 from ctxr.api.openapi import complete_schema
+from ctxr.api.overview import add_overview_route
+from ctxr.api.page import PAGE_PATHS, add_page_routes
 from ctxr.api.protocol import server_config
 from ctxr.api.stats import stats_response
 from ctxr.config import Settings
@@ -83,7 +86,9 @@ Service = Annotated[SearchService, Depends(_service)]
 
 
 PAID_RERANKERS = frozenset({"llm", "http"})  # one provider call per query reranked
-OPEN_PATHS = frozenset({"/health"})  # answered without the token (saying less without it)
+# Answered without the token: /health (saying less without it), and the page's shell and
+# files, which hold no data (the page asks for the token before it asks for any).
+OPEN_PATHS = frozenset({"/health"}) | PAGE_PATHS
 
 
 def create_app(
@@ -122,6 +127,7 @@ def create_app(
     # Guard does the checking, for every path; the schema says what it answers.
     complete_schema(app, token=token is not None, open_paths=OPEN_PATHS, private_paths=private)
     add_docs_routes(app)
+    add_page_routes(app)
     app.state.holder = holder
     app.add_middleware(
         Guard,
@@ -229,6 +235,8 @@ def create_app(
             )  # fmt: skip
         return DocumentResponse.model_validate(found)
 
+    add_highlight_route(app, holder, settings.api.api_max_query_chars)
+    add_overview_route(app, holder)
     return app
 
 

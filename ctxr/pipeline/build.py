@@ -35,6 +35,7 @@ from ctxr.pipeline.prepare import prepare
 from ctxr.pipeline.prune import gone_documents, remove_documents
 from ctxr.pipeline.recipe import document_recipe
 from ctxr.pipeline.report import IndexInterrupted, IndexReport
+from ctxr.pipeline.reports import save_report
 from ctxr.pipeline.write import truncation_notice, write
 from ctxr.progress import NullProgress, Progress
 from ctxr.types import Document
@@ -200,8 +201,14 @@ def run_index(
     report = IndexReport(index_dir=str(index_dir), context_kind=plan.kind, executor=executor.name)
     try:
         with index_lock(index_dir):  # before anything is created: one run per index at a time
-            _locked_run(collect, settings, chunker, chunker_name, rebuild, embedder, progress,
-                        plan, report, opened, create, executor)  # fmt: skip
+            try:
+                _locked_run(collect, settings, chunker, chunker_name, rebuild, embedder,
+                            progress, plan, report, opened, create, executor)  # fmt: skip
+            except KeyboardInterrupt:
+                report.interrupted = True
+                _keep(report, started)  # what the interrupted run kept, kept with the index
+                raise
+            _keep(report, started)
     except KeyboardInterrupt:
         # Ctrl-C: every batch written so far is flushed and in the manifest, every LLM answer
         # in the response cache; the report says so, and the next run resumes from there.
@@ -210,6 +217,12 @@ def run_index(
     finally:
         report.seconds = time.perf_counter() - started
     return report
+
+
+def _keep(report: IndexReport, started: float) -> None:
+    """Keep the run's report in the index (`ctxr.pipeline.reports`), while it holds the lock."""
+    report.seconds = time.perf_counter() - started
+    save_report(report)
 
 
 def _locked_run(

@@ -34,6 +34,7 @@ from ctxr.index.store.base import ScoredRecord, Store
 from ctxr.retrieve.around import passage_around
 from ctxr.retrieve.expand import expand_parents
 from ctxr.retrieve.fusion import DOCUMENT_RANKING, FusionParams
+from ctxr.retrieve.highlight import Matches, matches
 from ctxr.retrieve.passages import merge_adjacent
 from ctxr.retrieve.records import chunk_record, fuse_records, parent_spans, spaces_after
 from ctxr.retrieve.rerank import base as reranking
@@ -230,6 +231,11 @@ class SearchService:
         """The exact indexed text of `[start, end)` of a document, `window` characters either
         side (`ctxr.retrieve.around`); None when the document or the span is unknown."""
         return passage_around(self._payloads(doc_id), start, end, window)
+
+    def highlight(self, query: str, texts: Sequence[str]) -> Matches:
+        """Where each of `texts` shares a BM25 term with `query`, by this index's analyzer
+        (`ctxr.retrieve.highlight`)."""
+        return matches(self._analyzer, query, texts)
 
     def stats(self) -> dict[str, Any]:
         return {

@@ -185,6 +185,28 @@ def test_document_points_pages_past_one_scroll(make_store: Factory) -> None:
         assert [r.payload["index"] for r in records] == list(range(SCROLL_PAGE + 7)), backend
 
 
+def test_payload_fields_page_through_every_point_with_only_the_keys_asked(
+    make_store: Factory,
+) -> None:
+    for backend in BACKENDS:
+        store = make_store(backend)
+        many = [
+            StoredPoint(chunk_id_for("big.md", n), [1.0] * DIM, document_vector(["tea"], 1.0),
+                        {"doc_id": "big.md", "source": "big.md", "index": n, "text": "tea"})
+            for n in range(SCROLL_PAGE + 7)
+        ]  # fmt: skip
+        store.upsert([*many, *POINTS])
+        store.flush()
+        pages = list(store.payload_fields(["doc_id", "index"]))
+        assert len(pages) >= 2, backend  # more than one scroll page
+        rows = [row for page in pages for row in page]
+        assert len(rows) == len(many) + len(POINTS), backend
+        assert all(set(row) == {"doc_id", "index"} for row in rows), backend
+        assert sorted(r["index"] for r in rows if r["doc_id"] == "big.md") == list(
+            range(SCROLL_PAGE + 7)
+        )
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_reopen_keeps_points(backend: str, tmp_path: Path) -> None:
     def create() -> Store:

@@ -27,7 +27,7 @@ from ctxr.retrieve.rerank.cross_encoder import CrossEncoderReranker
 from ctxr.retrieve.rerank.llm import UNPARSEABLE, parse_scores, rerank_prompt
 from ctxr.retrieve.rerank.registry import resolve
 from ctxr.retrieve.service import SearchService
-from ctxr.types import Hit
+from ctxr.types import Hit, RetrieverScore
 
 QUERY = "how are chunk contexts cached"
 _PASSAGE_ID = re.compile(r'<passage id="(\d+)">')
@@ -78,9 +78,12 @@ def test_llm_reranker_orders_by_the_models_scores(
         hits = svc.search(QUERY, k=5, rerank="llm")
     assert _ids(hits) == _ids(fused[::-1][:5])
     assert [h.rank for h in hits] == [1, 2, 3, 4, 5]
+    was = {h.chunk_id: h for h in fused}
     for hit in hits:
         assert hit.scores["rerank"].rank == hit.rank and hit.score == hit.scores["rerank"].score
-        assert set(hit.scores) - {"rerank"} <= {"dense", "bm25", "bm25_doc"}
+        before = was[hit.chunk_id]  # the fused score and rank the reranker replaced, kept
+        assert hit.scores["fused"] == RetrieverScore(before.score, before.rank)
+        assert set(hit.scores) - {"rerank", "fused"} <= {"dense", "bm25", "bm25_doc"}
         assert len(hit.scores) >= 2
         assert not hit.flags
     endpoint = "messages" if provider == "anthropic" else "chat.completions"

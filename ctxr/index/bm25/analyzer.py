@@ -38,7 +38,7 @@ from __future__ import annotations
 import functools
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import snowballstemmer
 
@@ -158,6 +158,24 @@ class Bm25Analyzer:
                 # Not cached: CJK runs are whole phrases, rarely repeated verbatim.
                 out.extend(_cjk_bigrams(cjk))
         return out
+
+    def term_spans(self, text: str) -> Iterator[tuple[int, int, tuple[str, ...]]]:
+        """Where `terms` finds its terms: `(start, end, terms)` per token of ``text``, in order
+        (a CJK bigram is its own span), so a reader can mark the words that share a term with
+        a query. Offsets are Python's (code points)."""
+        analyse = self._analyse
+        for found in _TOKEN_RE.finditer(text):
+            token, cjk = found.group(1), found.group(2)
+            if token:
+                terms = analyse(token)
+                if terms:
+                    yield found.start(), found.end(), terms
+            else:
+                start = found.start()
+                if len(cjk) == 1:
+                    yield start, start + 1, (cjk,)
+                for i in range(len(cjk) - 1):
+                    yield start + i, start + i + 2, (cjk[i : i + 2],)
 
     def __repr__(self) -> str:
         return f"Bm25Analyzer(name={self.name!r})"

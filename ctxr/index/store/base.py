@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from ctxr.index.bm25.weights import SparseTerms
 from ctxr.index.filters import PayloadFilter
@@ -87,6 +87,11 @@ class Store(Protocol):
 
     def scan(self, limit: int | None = None) -> Iterator[list[ScannedPoint]]:
         """Pages of stored points with their vectors, at most `limit` points in all."""
+        ...
+
+    def payload_fields(self, keys: Sequence[str]) -> Iterator[list[dict[str, Any]]]:
+        """Pages of every point's payload, only `keys` of it (no vectors, no text unless
+        asked): what an overview of the whole index reads."""
         ...
 
     def optimize(self) -> bool: ...

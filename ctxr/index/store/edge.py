@@ -255,6 +255,19 @@ class EdgeStore:
             if offset is None or not points:
                 break
 
+    def payload_fields(self, keys: Sequence[str]) -> Iterator[list[dict[str, Any]]]:
+        offset: Any = None
+        selector = qe.PayloadSelector.Include(list(keys))
+        while True:
+            request = qe.ScrollRequest(
+                offset=offset, limit=SCROLL_PAGE, with_payload=selector, with_vector=False
+            )
+            with self._guarded("reading points"):
+                page, offset = self._shard.scroll(request)
+            yield [dict(p.payload or {}) for p in page]
+            if offset is None or not page:
+                break
+
     def optimize(self) -> bool:
         self._written()
         with self._guarded("building the HNSW index"):

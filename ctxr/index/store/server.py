@@ -288,6 +288,18 @@ class QdrantServerStore:
             if offset is None or not page:
                 break
 
+    def payload_fields(self, keys: Sequence[str]) -> Iterator[list[dict[str, Any]]]:
+        offset: Any = None
+        while True:
+            with self._errors("reading points from"):
+                page, offset = self._client.scroll(
+                    self._collection, limit=SCROLL_PAGE, offset=offset,
+                    with_payload=list(keys), with_vectors=False,
+                )  # fmt: skip
+            yield [dict(p.payload or {}) for p in page]
+            if offset is None or not page:
+                break
+
     def optimize(self) -> bool:
         return False  # a server optimises (builds HNSW) in the background by itself
 

@@ -60,14 +60,19 @@ def passage(hit: Hit) -> str:
 
 def reorder(hits: Sequence[Hit], scores: Sequence[float], top_n: int) -> list[Hit]:
     """`hits` sorted by `scores` (descending; ties keep the fused order), the first `top_n`,
-    renumbered, each with its reranker score as `score` and in `scores["rerank"]`."""
+    renumbered, each with its reranker score as `score` and in `scores["rerank"]`, and the
+    fused score and rank it replaces kept in `scores["fused"]`."""
     order = sorted(range(len(hits)), key=lambda i: (-scores[i], i))[:top_n]
     return [
         dataclasses.replace(
             hits[i],
             rank=rank,
             score=float(scores[i]),
-            scores={**hits[i].scores, "rerank": RetrieverScore(float(scores[i]), rank)},
+            scores={
+                **hits[i].scores,
+                "fused": RetrieverScore(hits[i].score, hits[i].rank),
+                "rerank": RetrieverScore(float(scores[i]), rank),
+            },
         )
         for rank, i in enumerate(order, start=1)
     ]
