@@ -34,6 +34,7 @@ def _sample(text: str) -> int | None:
 @click.option(
     "--sample",
     default="50",
+    metavar="N|all",
     show_default=True,
     help="documents drawn from PATHS to index and ask about, or 'all'",
 )
@@ -77,7 +78,7 @@ def _sample(text: str) -> int | None:
     show_default=True,
     help="the row every other row is compared with",
 )
-@click.option("--metric", default=None, help="the headline metric [pass@10]")
+@click.option("--metric", default=None, metavar="NAME", help="the headline metric [pass@10]")
 @click.option("--k", "ks", default="5,10,20", show_default=True, help="k values of Pass@k")
 @click.option(
     "--bootstrap",

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ctxr.eval.stats import Interval
-from ctxr.eval.trial import Comparison, ContextCost, TrialResult, TrialRow, money
+from ctxr.eval.trial_result import Comparison, ContextCost, TrialResult, TrialRow, money
 
 NO_PLOT = "no picture: matplotlib is not installed (pip install 'ctxr[plot]')"
 
