@@ -57,8 +57,7 @@ from ctxr.index import components
 from ctxr.index.embed.base import Embedder
 from ctxr.pipeline.chunking import default_chunker
 from ctxr.pipeline.collect import LoadTally, load_paths
-from ctxr.pipeline.estimate import estimate_documents
-from ctxr.pipeline.estimate_report import Estimate, ModelEstimate
+from ctxr.pipeline.estimate import DEFAULT_OUTPUT_TOKENS, estimate_documents
 from ctxr.pipeline.report import IndexReport
 from ctxr.progress import NullProgress, Progress
 from ctxr.retrieve.service import SearchService
@@ -384,9 +383,12 @@ def _price(
         settings = load_settings(
             **{**overrides, **variant.settings(), "index_dir": nowhere, "cache_dir": nowhere}
         )
-        sample_estimate = _estimate(sample, settings, options)
-        corpus_estimate = _estimate(corpus, settings, options)
-        assumed = corpus_estimate.output_tokens
+        sample_cost = corpus_cost = None
+        try:
+            sample_cost = _estimate(sample, settings, options)
+            corpus_cost = _estimate(corpus, settings, options)
+        except ConfigError as exc:  # a model with no price: say so, keep the measurements
+            result.notes.append(f"{', '.join(rows)}: the cost is not estimated: {exc}")
         ledger = index.report.contexts
         measured = None
         if ledger is not None and ledger.contexts:
@@ -396,8 +398,9 @@ def _price(
             ContextCost(
                 rows, provider, model,
                 None if ledger is None else ledger.to_json(),
-                _estimate_json(sample_estimate.models[0]),
-                _estimate_json(corpus_estimate.models[0]), assumed, measured,
+                sample_cost, corpus_cost,
+                DEFAULT_OUTPUT_TOKENS if options.output_tokens is None else options.output_tokens,
+                measured,
             )
         )  # fmt: skip
         if ledger is not None and (ledger.failures or ledger.flagged):
@@ -410,14 +413,14 @@ def _price(
             result.notes.append(f"{', '.join(rows)}: {notice}")
 
 
-def _estimate(documents: Sequence[Document], settings: Settings, options: TrialOptions) -> Estimate:
-    """`ctxr estimate` of `documents` with the row's model, from scratch."""
-    return estimate_documents(
+def _estimate(
+    documents: Sequence[Document], settings: Settings, options: TrialOptions
+) -> dict[str, Any]:
+    """`ctxr estimate` of `documents` with the row's model, from scratch: what they cost."""
+    found = estimate_documents(
         documents, settings, output_tokens=options.output_tokens, ignore_manifest=True
     )
-
-
-def _estimate_json(estimate: ModelEstimate) -> dict[str, Any]:
+    estimate = found.models[0]
     return {
         "documents": estimate.documents_to_send,
         "chunks": estimate.chunks,

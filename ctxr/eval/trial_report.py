@@ -94,17 +94,14 @@ def cost_table(costs: list[ContextCost]) -> Table:
             if p["response_cache_hits"]:
                 paid += f", {p['response_cache_hits']} answers from cache"
             paid += ")"
-        corpus = cost.corpus
-        size = f"{corpus['documents']:,} docs, {corpus['chunks']:,} chunks"
-        whole = f"{money(corpus['standard'])} ({size})"
-        t.add_row(
-            ", ".join(cost.rows),
-            f"{cost.provider}/{cost.model}",
-            paid,
-            money(cost.sample["standard"]),
-            whole,
-            money(corpus["batch"]),
-        )
+        corpus, sample = cost.corpus, cost.sample
+        whole = batch = sampled = "n/a (no price)"
+        if corpus is not None and sample is not None:
+            size = f"{corpus['documents']:,} docs, {corpus['chunks']:,} chunks"
+            whole, batch = f"{money(corpus['standard'])} ({size})", money(corpus["batch"])
+            sampled = money(sample["standard"])
+        t.add_row(", ".join(cost.rows), f"{cost.provider}/{cost.model}", paid, sampled, whole,
+                  batch)  # fmt: skip
     return t
 
 

@@ -94,8 +94,8 @@ class ContextCost:
     provider: str
     model: str
     paid: dict[str, Any] | None  # the run's ledger summary (None: no LLM request was needed)
-    sample: dict[str, Any]  # the estimate for the sample, as if nothing were cached
-    corpus: dict[str, Any]  # the estimate for every document of the corpus
+    sample: dict[str, Any] | None  # the estimate for the sample, as if nothing were cached
+    corpus: dict[str, Any] | None  # the estimate for every document (None: no price)
     output_tokens: int  # per context, as the estimates assume
     measured_output_tokens: float | None  # per context, from the ledger (this run's answers)
 
@@ -193,9 +193,11 @@ def money(value: object) -> str:
 
 
 def _cost_phrase(result: TrialResult) -> str:
-    if not result.costs:
+    priced = [c for c in result.costs if c.corpus is not None]
+    if not priced:
         return ""
-    cost = result.costs[0]
+    cost = priced[0]
+    assert cost.corpus is not None
     batch = cost.corpus.get("batch")
     batched = "" if batch is None else f", {money(batch)} batch"
     return (

@@ -18,9 +18,10 @@ from fakes.llm_wire import default_respond, prompt_parts
 from ctxr.cli import main
 from ctxr.config import load_settings
 from ctxr.errors import ConfigError
-from ctxr.eval.question_writer import choose_writer, parse_question
+from ctxr.eval.question_writer import Writer, choose_writer, parse_question, write_questions
 from ctxr.eval.trial import TrialOptions, run_trial, sample_documents
-from ctxr.types import Document, text_hash
+from ctxr.progress import NullProgress
+from ctxr.types import Chunk, Document, text_hash
 
 _CORPUS = {
     "billing.md": (
@@ -52,14 +53,18 @@ def _is_question(body: Mapping[str, Any]) -> bool:
     return "Write one question" in json.dumps(body)
 
 
+def _chunk_of(body: Mapping[str, Any]) -> str:
+    text = "\n".join(p.text for p in prompt_parts(body, "anthropic"))
+    chunk = re.search(r"<chunk>\s*(.*?)\s*</chunk>", text, re.S)
+    assert chunk is not None
+    return chunk.group(1)
+
+
 def _respond(body: Mapping[str, Any]) -> str:
     """A question made of the chunk's own words for question prompts; a context otherwise."""
     if not _is_question(body):
         return default_respond(body)
-    text = "\n".join(p.text for p in prompt_parts(body, "anthropic"))
-    chunk = re.search(r"<chunk>\s*(.*?)\s*</chunk>", text, re.S)
-    assert chunk is not None
-    words = _WORD.findall(chunk.group(1))[2:9]
+    words = _WORD.findall(_chunk_of(body))[2:9]
     return f"Question: What happens with {' '.join(words)}?"
 
 
@@ -253,6 +258,15 @@ def _doc(source: str, text: str) -> Document:
     return Document(source, source, text, "markdown", source, text_hash(text))
 
 
+def _chunk(document: Document, heading: str) -> Chunk:
+    """The section under `heading`, to the next blank-line-separated heading or the end."""
+    start = document.text.index(heading)
+    end = document.text.find("\n\n## ", start + 1)
+    end = len(document.text) if end < 0 else end
+    text = document.text[start:end]
+    return Chunk(f"{document.doc_id}#{start}", document.doc_id, 0, text, start, end, 40)
+
+
 def test_samples_are_drawn_by_seed_and_keep_the_corpus_order() -> None:
     docs = [_doc(f"d{i:02d}.md", f"text {i}") for i in range(20)]
     first = sample_documents(docs, 5, seed=1)
@@ -297,3 +311,51 @@ def test_run_trial_checks_its_options_first(tmp_path: Path) -> None:
         run_trial(docs, TrialOptions(without=("outline",), out_dir=tmp_path))
     with pytest.raises(ConfigError, match="no documents"):
         run_trial([], TrialOptions(out_dir=tmp_path))
+
+
+def test_question_writing_retries_and_leaves_out_what_is_no_question(
+    fake_llm_factory: Callable[..., FakeLLMServer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def respond(body: Mapping[str, Any]) -> str:
+        return (
+            "<chunk>Refunds</chunk>" if "refund is granted" in _chunk_of(body) else _respond(body)
+        )
+
+    server = fake_llm_factory(respond=respond)
+    for name, value in server.env().items():
+        monkeypatch.setenv(name, value)
+    billing = _doc("billing.md", _CORPUS["billing.md"])
+    backup = _doc("backup.md", _CORPUS["backup.md"])
+    sections = ((billing, "## Invoices"), (billing, "## Refunds"), (backup, "## Restore"))
+    picked = [(d, _chunk(d, heading)) for d, heading in sections]
+    waits: list[float] = []
+
+    async def sleep(seconds: float) -> None:  # the backoff, without the wait
+        waits.append(seconds)
+
+    server.inject("529")  # the first request is refused as overloaded, then answered
+    run = write_questions(picked, Writer("anthropic", "claude-haiku-4-5"), load_settings(),
+                          NullProgress(), sleep=sleep)  # fmt: skip
+    assert run.retries == 1 and len(waits) == 1
+    assert [q.answers[0].start for q in run.questions] == [picked[0][1].start, picked[2][1].start]
+    assert [q.id for q in run.questions] == ["q1", "q3"]  # ids follow the picks
+    assert len(run.rejected) == 1 and "billing.md" in run.rejected[0]
+    assert run.requests == 3 and run.dollars is not None and run.dollars > 0
+    assert run.usage.output_tokens > 0
+
+
+def test_an_unpriced_model_on_a_local_server_costs_nothing_paid_or_estimated(
+    corpus: Path, llm: FakeLLMServer
+) -> None:
+    # The fake listens on loopback: a server of the user's own, which the ledger and the
+    # estimate both price at $0 for a model the price table does not know.
+    result = _trial("--num-questions", "3", "--out", "out", "--json", "--no-plot",
+                    "--without", "outline", "--baseline", "none",
+                    "--variant", "llm:model=claude-unheard-of")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    (cost,) = report["costs"]
+    assert cost["model"] == "claude-unheard-of"
+    assert cost["paid_on_sample"]["requests"] > 0 and cost["paid_on_sample"]["dollars"] == 0
+    assert cost["estimate_corpus"]["standard"] == 0 and cost["estimate_corpus"]["requests"] > 0
+    assert {r["name"] for r in report["rows"] if r["available"]} == {"none", "llm"}
