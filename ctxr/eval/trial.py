@@ -211,6 +211,8 @@ def run_trial(
         baseline=options.baseline,
         bootstrap={"resamples": options.resamples, "seed": options.seed, "level": options.level},
     )
+    if written is not None and len(questions) < options.num_questions:
+        result.notes.append(_shortfall(written, options.num_questions))
     if moved:
         result.notes.append(
             f"{moved} answers were no longer at their offsets (the documents changed) and were "
@@ -252,6 +254,19 @@ def _write(
             "provider's key and base URL, or --question-model"
         )
     return run
+
+
+def _shortfall(run: QuestionRun, wanted: int) -> str:
+    """Why fewer questions were written than asked for."""
+    why = []
+    asked = run.requests + len(run.failures)
+    if asked < wanted:
+        why.append(f"the sample has {asked} chunks long enough to ask about (--sample draws more)")
+    if run.rejected:
+        why.append(f"{len(run.rejected)} answers were no question")
+    if run.failures:
+        why.append(f"{len(run.failures)} requests failed (first: {run.failures[0]})")
+    return f"{len(run.questions)} of the {wanted} questions asked for: {'; '.join(why)}"
 
 
 def _questions_info(

@@ -13,7 +13,14 @@ from rich.console import Console
 from rich.table import Table
 
 from ctxr.eval.stats import Interval
-from ctxr.eval.trial_result import Comparison, ContextCost, TrialResult, TrialRow, money
+from ctxr.eval.trial_result import (
+    Comparison,
+    ContextCost,
+    TrialResult,
+    TrialRow,
+    money,
+    p_text,
+)
 
 NO_PLOT = "no picture: matplotlib is not installed (pip install 'ctxr[plot]')"
 
@@ -52,7 +59,7 @@ def _difference(comparison: Comparison | None) -> str:
     mark = " *" if t.significant else ""
     return (
         f"{100 * t.difference:+.1f} [{100 * t.low:+.1f} to {100 * t.high:+.1f}] "
-        f"p={t.p_value:.3f}{mark}"
+        f"p {p_text(t.p_value)}{mark}"
     )
 
 

@@ -15,6 +15,11 @@ from ctxr.eval.stats import Interval, PairedTest
 from ctxr.eval.variants import Variant
 
 
+def p_text(p_value: float) -> str:
+    """The p-value for a sentence: "= 0.042", or "< 0.001" where three decimals read as 0."""
+    return "< 0.001" if p_value < 0.001 else f"= {p_value:.3f}"
+
+
 def shown_metrics(ks: Sequence[int]) -> list[str]:
     """The metrics a trial reports: Pass@k for each k, and MRR@10."""
     return [f"pass@{k}" for k in ks] + ["mrr@10"]
@@ -64,7 +69,7 @@ class Comparison:
 
         size = (
             f"{points(t.difference)} points of {self.metric} ({t.level:.0%} interval "
-            f"{points(t.low)} to {points(t.high)}; paired permutation p = {t.p_value:.3f}; "
+            f"{points(t.low)} to {points(t.high)}; paired permutation p {p_text(t.p_value)}; "
             f"{t.questions} questions, {t.differing} scored differently)"
         )
         if t.significant:
@@ -72,7 +77,7 @@ class Comparison:
             return f"{self.row} vs {self.baseline}: {size}: larger than the noise, {side}."
         more = ""
         if self.needed is not None and self.needed > t.questions:
-            more = f"; about {self.needed} questions could show a difference of this size"
+            more = f"; about {self.needed:,} questions could show a difference of this size"
         return f"{self.row} vs {self.baseline}: {size}: within the noise{more}."
 
     def to_json(self) -> dict[str, Any]:

@@ -192,13 +192,17 @@ def test_trial_without_matplotlib_says_so_and_skips_the_picture(
 
 
 def test_another_model_writes_the_questions(corpus: Path, llm: FakeLLMServer) -> None:
-    result = _trial("--num-questions", "3", "--out", "out", "--question-model", "gpt-4o-mini",
+    # Ten asked for, six chunks to ask about: six written, and the report says why.
+    result = _trial("--num-questions", "10", "--out", "out", "--question-model", "gpt-4o-mini",
                     "--json", "--no-plot")  # fmt: skip
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     assert report["questions"]["writers"] == ["openai/gpt-4o-mini"]
     assert not _question_requests(llm)  # none went to the context model
-    assert sum(r.endpoint == "chat.completions" for r in llm.requests) == 3
+    assert sum(r.endpoint == "chat.completions" for r in llm.requests) == 6
+    assert report["questions"]["count"] == 6
+    assert any("6 of the 10 questions asked for: the sample has 6 chunks" in n
+               for n in report["notes"])  # fmt: skip
     assert not any("favours its contexts" in note for note in report["notes"])
 
 
