@@ -88,7 +88,7 @@ class Client:
     ) -> Client:
         """The index `settings` names, or the `ctxr serve` that owns it now (`ctxr search`):
         the explicit options are sent to a server, which otherwise searches with its own."""
-        owner = None if settings.qdrant_url else live_owner(Path(settings.index_dir))
+        owner = None if settings.store.qdrant_url else live_owner(Path(settings.index_dir))
         if owner is None:
             return cls(settings=settings)
         if rrf_k is not None:
@@ -96,9 +96,10 @@ class Client:
                 f"--rrf-k cannot be sent to {owner.describe()}, which searches this index with "
                 "its own CTXR_RRF_K; leave it out, or stop the server to search with it"
             )
+        api = settings.api
         remote = RemoteSearcher.for_owner(
-            owner, max_batch=settings.api_max_batch, max_rerank=settings.api_max_rerank_queries,
-            rerank=settings.rerank, defaults={"candidates": candidates, "fusion": fusion},
+            owner, max_batch=api.api_max_batch, max_rerank=api.api_max_rerank_queries,
+            rerank=settings.search.rerank, defaults={"candidates": candidates, "fusion": fusion},
         )  # fmt: skip
         return cls(settings=settings, remote=remote)
 

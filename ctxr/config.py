@@ -2,15 +2,23 @@
 
 Every setting has the ``CTXR_`` prefix in the environment (``CTXR_INDEX_DIR``...); `.env.example`
 lists them all. Flags reach here as keyword overrides from the CLI.
+
+`Settings` holds where the index lives and one typed group per layer: `corpus` (what is read),
+`split` (chunking), `llm` (contexts), `embed` (dense vectors), `store` (the Qdrant collection
+and its BM25 analysis), `search` (fusion and reranking) and `api` (the servers). A layer is handed
+its own group, so what it may read is what its signature says. The groups keep the flat
+``CTXR_*`` names (no ``CTXR_LLM__...`` nesting), and a setting is named flat from Python too:
+``Settings(chunk_tokens=300)`` and ``settings.replace(fusion="rrf")`` find its group.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, Final, Literal, get_args
+from typing import Annotated, Any, Final, Literal, Self, TypeVar, get_args
 
-from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator
+from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from ctxr.errors import ConfigError
@@ -37,12 +45,46 @@ RERANK_OFF: Final = "none"
 DEFAULT_FUSION_WEIGHTS: Final[Mapping[str, float]] = {"dense": 0.8, "bm25": 0.2}
 
 
-class Settings(BaseSettings):
+class _Group(BaseSettings):
+    """A group of settings read from the environment and `.env` under the flat ``CTXR_`` names."""
+
     model_config = SettingsConfigDict(
         env_prefix="CTXR_", env_file=".env", env_file_encoding="utf-8", extra="ignore"
     )
 
-    index_dir: Path = Field(Path(".ctxr"), description="where the index lives")
+    @classmethod
+    def from_env(cls) -> Self:
+        """The group as the environment and `.env` set it."""
+        return cls(**{})
+
+
+class CorpusSettings(_Group):
+    """What a run reads: file size limits, links, non-documents, free disk space."""
+
+    max_file_bytes: int = Field(20_000_000, ge=1, description="larger files are skipped")
+    # A run checks the disk before it asks the LLM or writes the index (pipeline/space.py):
+    # a full filesystem kills the engine's memory-mapped writes with SIGBUS.
+    min_free_mb: int = Field(
+        64, ge=0, description="MB left free beyond a run's estimated writes; 0 skips the check"
+    )
+    # Links that resolve outside the indexed folders are skipped unless this is on (walk.Links).
+    follow_links: bool = Field(
+        False, description="follow links that lead outside the indexed folders"
+    )
+    # Text that is not a document (ctxr.enrich.load.kinds) is skipped unless named here.
+    include: Annotated[frozenset[str], NoDecode] = Field(
+        frozenset(), description="non-documents to index anyway: markup,minified,lock,data"
+    )
+
+    @field_validator("include", mode="before")
+    @classmethod
+    def _include_parse(cls, value: Any) -> Any:
+        return parse_include(value) if isinstance(value, str | list | tuple | set) else value
+
+
+class SplitSettings(_Group):
+    """How documents are split: chunk budgets, strategies and the tokenizer that sizes them."""
+
     # Splitting: the local MiniLM reads 256 word pieces at most, so chunks default to a budget
     # that leaves room for the context prefix (see docs/explanation/dependencies.md).
     chunk_tokens: int = Field(200, ge=16, le=8192, description="chunk budget in tiktoken tokens")
@@ -75,28 +117,21 @@ class Settings(BaseSettings):
         95.0, ge=0, le=100, description="semantic breakpoint distance percentile"
     )
     encoding: str = Field("cl100k_base", description="tiktoken encoding used to size chunks")
-    cache_dir: Path | None = Field(None, description="embedding cache; default INDEX_DIR/cache")
-    # Where `ctxr eval` finds its data sets (anthropic-codebase/, scifact/); unset: the nearest
-    # shared/data above the working directory or the package (`ctxr.eval.datasets`).
-    data_dir: Path | None = Field(None, description="evaluation data; default ../shared/data")
-    max_file_bytes: int = Field(20_000_000, ge=1, description="larger files are skipped")
-    # A run checks the disk before it asks the LLM or writes the index (pipeline/space.py):
-    # a full filesystem kills the engine's memory-mapped writes with SIGBUS.
-    min_free_mb: int = Field(
-        64, ge=0, description="MB left free beyond a run's estimated writes; 0 skips the check"
-    )
-    # Links that resolve outside the indexed folders are skipped unless this is on (walk.Links).
-    follow_links: bool = Field(
-        False, description="follow links that lead outside the indexed folders"
-    )
-    # Text that is not a document (ctxr.enrich.load.kinds) is skipped unless named here.
-    include: Annotated[frozenset[str], NoDecode] = Field(
-        frozenset(), description="non-documents to index anyway: markup,minified,lock,data"
-    )
+
+    @field_validator("chunk_tokens_by_kind", mode="before")
+    @classmethod
+    def _kind_budgets_parse(cls, value: Any) -> Any:
+        return parse_kind_budgets(_as_spec(value))
+
+    def chunk_tokens_for(self, kind: str) -> int:
+        """The chunk budget for documents of `kind`: its own, else `chunk_tokens`."""
+        return self.chunk_tokens_by_kind.get(kind, self.chunk_tokens)
+
+
+class LLMSettings(_Group):
+    """How each chunk is situated: the context mode, the LLM provider, its limits and the plan."""
+
     context: ContextMode = Field("auto", description="how each chunk is situated")
-    context_position: Literal["before", "after"] = Field(
-        "before", description="where the context goes in the embedded text: before the chunk"
-    )
     # LLM contexts (`context` llm, or auto with a provider key or base URL in the environment).
     llm_provider: Literal["anthropic", "openai"] | None = Field(
         None, description="context writer; default: detected from ANTHROPIC_*/OPENAI_* variables"
@@ -130,8 +165,9 @@ class Settings(BaseSettings):
     )
     llm_max_output_tokens: int = Field(200, ge=16, le=4096, description="per context")
     # Grouped situating (ctxr.enrich.situate.plan): several chunks of one document per request.
-    # 64 by cost (bench/context_cost.py, docs/explanation/benchmarks.md): most documents are then
-    # one request, below the cache minimum as above it; 1 is Anthropic's published method.
+    # 64 by cost (bench/cost/context_cost.py, docs/explanation/benchmarks.md): most documents
+    # are then one request, below the cache minimum as above it; 1 is Anthropic's published
+    # method.
     llm_group_size: int = Field(
         64, ge=1, le=64, description="chunks situated per LLM request; 1 = one request per chunk"
     )
@@ -158,11 +194,11 @@ class Settings(BaseSettings):
         "auto", description="how estimates count Claude tokens; auto: ctok when installed"
     )
     prices_file: Path | None = Field(None, description="JSON that adds or overrides model prices")
-    # 8, not 32: onnxruntime's arena keeps the largest batch's activations (attention grows
-    # with batch x 256 x 256 x 12 heads), so 32 held 1.47 GB where 8 holds 0.53 GB, no slower on
-    # length-sorted batches (docs/explanation/benchmarks.md, "Embedding memory").
-    embed_batch_size: int = Field(8, ge=1, le=1024)
-    embed_threads: int | None = Field(None, ge=1, description="onnxruntime threads")
+
+
+class EmbedSettings(_Group):
+    """Who makes dense vectors, from what text, at what rate."""
+
     # Dense vectors: the local ONNX MiniLM, or OpenAI / any OpenAI-compatible /v1/embeddings
     # (reached through OPENAI_API_KEY / OPENAI_BASE_URL, as the LLM calls are).
     embedder: Literal["local", "openai"] = Field("local", description="who makes dense vectors")
@@ -178,13 +214,51 @@ class Settings(BaseSettings):
     embedding_dimensions: int | None = Field(
         None, ge=1, description="shortened vectors (-3 models)"
     )
+    # 8, not 32: onnxruntime's arena keeps the largest batch's activations (attention grows
+    # with batch x 256 x 256 x 12 heads), so 32 held 1.47 GB where 8 holds 0.53 GB, no slower on
+    # length-sorted batches (docs/explanation/benchmarks.md, "Embedding memory").
+    embed_batch_size: int = Field(8, ge=1, le=1024)
+    embed_threads: int | None = Field(None, ge=1, description="onnxruntime threads")
+    embedding_requests_per_minute: float | None = Field(None, gt=0)
+    embedding_tokens_per_minute: float | None = Field(None, gt=0)
     # Code is embedded with its identifiers as words (parseHTTPResponse -> parse HTTP
     # Response), and so are the queries of an index holding such code (identifiers module).
     split_identifiers: bool = Field(
         True, description="embed code's camelCase/snake_case identifiers as words"
     )
-    embedding_requests_per_minute: float | None = Field(None, gt=0)
-    embedding_tokens_per_minute: float | None = Field(None, gt=0)
+    context_position: Literal["before", "after"] = Field(
+        "before", description="where the context goes in the embedded text: before the chunk"
+    )
+
+    @field_validator(
+        "embedding_model",
+        "embedding_base_url",
+        "embedding_api_key",
+        "embedding_dimensions",
+        mode="before",
+    )
+    @classmethod
+    def _blank_is_unset(cls, value: Any) -> Any:
+        # `CTXR_QDRANT_URL=` in a .env means "not set", not "a server at ''".
+        return _blank_is_unset(value)
+
+
+class StoreSettings(_Group):
+    """Where the points live (the embedded shard or a Qdrant server); HNSW and BM25 parameters."""
+
+    # A Qdrant server or cluster instead of the embedded shard; same schema, local manifest.
+    qdrant_url: str | None = Field(None, description="e.g. http://localhost:6333; unset = embedded")
+    qdrant_api_key: SecretStr | None = Field(None, description="the server's API key, if any")
+    qdrant_collection: str = Field("ctxr", min_length=1, description="collection on the server")
+    qdrant_shards: int = Field(1, ge=1, description="shard_number when ctxr creates the collection")
+    qdrant_replicas: int = Field(1, ge=1, description="replication_factor on creation")
+    # 256, not 128: recall@10 vs exact on SciFact's real MiniLM vectors is 0.997 at 128 but
+    # 0.989 at 128 / 0.992 at 256 at 100k points (bench/quality/hnsw_recall.py,
+    # docs/explanation/benchmarks.md), for about 0.2 ms more per dense query.
+    hnsw_ef: int = Field(256, ge=1, description="HNSW search breadth once the index is built")
+    optimize_min_points: int = Field(
+        10_000, ge=0, description="build HNSW after a run once the index holds this many points"
+    )
     bm25_k1: float = Field(1.2, gt=0)
     bm25_b: float = Field(0.75, ge=0, le=1)
     # A short document's whole text also gets one BM25 vector, on its first chunk
@@ -192,13 +266,17 @@ class Settings(BaseSettings):
     doc_bm25_tokens: int = Field(
         1024, ge=0, description="documents up to this many tokens get a whole-document BM25; 0 off"
     )
-    doc_ranking: DocRanking = Field(
-        "best",
-        description="hybrid: document BM25 lands on the document's best chunk, its first, or off",
-    )
-    doc_bm25_weight: float = Field(
-        0.5, gt=0, description="DBSF/RRF weight of the document BM25 ranking (the others 1)"
-    )
+
+    @field_validator("qdrant_url", "qdrant_api_key", mode="before")
+    @classmethod
+    def _blank_is_unset(cls, value: Any) -> Any:
+        # `CTXR_QDRANT_URL=` in a .env means "not set", not "a server at ''".
+        return _blank_is_unset(value)
+
+
+class SearchSettings(_Group):
+    """How hybrid search fuses its rankings and reranks them."""
+
     # DBSF by default: on anthropic-codebase and SciFact it beat RRF k=60
     # (docs/explanation/evaluation.md).
     fusion: FusionMethod = Field("dbsf", description="how hybrid search fuses the two rankings")
@@ -215,12 +293,12 @@ class Settings(BaseSettings):
     candidates: int = Field(
         50, ge=1, le=10_000, description="top-N per retriever fused (DBSF normalises over them)"
     )
-    # 256, not 128: recall@10 vs exact on SciFact's real MiniLM vectors is 0.997 at 128 but
-    # 0.989 at 128 / 0.992 at 256 at 100k points (bench/hnsw_recall.py,
-    # docs/explanation/benchmarks.md), for about 0.2 ms more per dense query.
-    hnsw_ef: int = Field(256, ge=1, description="HNSW search breadth once the index is built")
-    optimize_min_points: int = Field(
-        10_000, ge=0, description="build HNSW after a run once the index holds this many points"
+    doc_ranking: DocRanking = Field(
+        "best",
+        description="hybrid: document BM25 lands on the document's best chunk, its first, or off",
+    )
+    doc_bm25_weight: float = Field(
+        0.5, gt=0, description="DBSF/RRF weight of the document BM25 ranking (the others 1)"
     )
     # Reranking (`ctxr.retrieve.rerank.base`): off unless a request or CTXR_RERANK names a reranker.
     rerank: RerankChoice | None = Field(
@@ -240,12 +318,24 @@ class Settings(BaseSettings):
     rerank_model_path: Path | None = Field(
         None, description="directory with a cross-encoder's model.onnx and tokenizer.json"
     )
-    # A Qdrant server or cluster instead of the embedded shard; same schema, local manifest.
-    qdrant_url: str | None = Field(None, description="e.g. http://localhost:6333; unset = embedded")
-    qdrant_api_key: SecretStr | None = Field(None, description="the server's API key, if any")
-    qdrant_collection: str = Field("ctxr", min_length=1, description="collection on the server")
-    qdrant_shards: int = Field(1, ge=1, description="shard_number when ctxr creates the collection")
-    qdrant_replicas: int = Field(1, ge=1, description="replication_factor on creation")
+
+    @field_validator("fusion_weights", mode="before")
+    @classmethod
+    def _weights_parse(cls, value: Any) -> Any:
+        return parse_weights(_as_spec(value))
+
+    @field_validator(
+        "rerank", "rerank_url", "rerank_api_key", "rerank_model", "rerank_model_path", mode="before"
+    )
+    @classmethod
+    def _blank_is_unset(cls, value: Any) -> Any:
+        # `CTXR_QDRANT_URL=` in a .env means "not set", not "a server at ''".
+        return _blank_is_unset(value)
+
+
+class ApiSettings(_Group):
+    """The HTTP API and the MCP server: tokens, request limits, hosts, sessions."""
+
     # The HTTP API (`ctxr serve`): bearer token, request limits (422/413 beyond), access log.
     api_token: SecretStr | None = Field(None, description="bearer token every request must send")
     api_max_query_chars: int = Field(2000, ge=1, description="longest query text accepted")
@@ -286,16 +376,6 @@ class Settings(BaseSettings):
         600.0, gt=0, description="seconds an idle MCP HTTP session is kept"
     )
 
-    @field_validator("fusion_weights", mode="before")
-    @classmethod
-    def _weights_parse(cls, value: Any) -> Any:
-        return parse_weights(_as_spec(value))
-
-    @field_validator("include", mode="before")
-    @classmethod
-    def _include_parse(cls, value: Any) -> Any:
-        return parse_include(value) if isinstance(value, str | list | tuple | set) else value
-
     @field_validator("api_allowed_hosts", "api_update_roots", mode="before")
     @classmethod
     def _list_parse(cls, value: Any) -> Any:
@@ -303,33 +383,106 @@ class Settings(BaseSettings):
             return tuple(part.strip() for part in value.split(",") if part.strip())
         return value
 
-    @field_validator("chunk_tokens_by_kind", mode="before")
-    @classmethod
-    def _kind_budgets_parse(cls, value: Any) -> Any:
-        return parse_kind_budgets(_as_spec(value))
 
-    def chunk_tokens_for(self, kind: str) -> int:
-        """The chunk budget for documents of `kind`: its own, else `chunk_tokens`."""
-        return self.chunk_tokens_by_kind.get(kind, self.chunk_tokens)
+GROUPS: Final[dict[str, type[_Group]]] = {
+    "corpus": CorpusSettings,
+    "split": SplitSettings,
+    "llm": LLMSettings,
+    "embed": EmbedSettings,
+    "store": StoreSettings,
+    "search": SearchSettings,
+    "api": ApiSettings,
+}
+# Each flat setting name -> the group that holds it (names are unique across groups).
+GROUP_OF: Final[dict[str, str]] = {
+    name: group for group, model in GROUPS.items() for name in model.model_fields
+}
 
-    @field_validator(
-        "qdrant_url",
-        "qdrant_api_key",
-        "embedding_model",
-        "embedding_base_url",
-        "embedding_api_key",
-        "embedding_dimensions",
-        "rerank",
-        "rerank_url",
-        "rerank_api_key",
-        "rerank_model",
-        "rerank_model_path",
-        mode="before",
+
+class Settings(BaseSettings):
+    """Where the index lives, and one typed group of settings per layer."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="CTXR_", env_file=".env", env_file_encoding="utf-8", extra="ignore"
     )
-    @classmethod
-    def _blank_is_unset(cls, value: Any) -> Any:
-        # `CTXR_QDRANT_URL=` in a .env means "not set", not "a server at ''".
-        return None if isinstance(value, str) and not value.strip() else value
+
+    index_dir: Path = Field(Path(".ctxr"), description="where the index lives")
+    cache_dir: Path | None = Field(None, description="embedding cache; default INDEX_DIR/cache")
+    # Where `ctxr eval` finds its data sets (anthropic-codebase/, scifact/); unset: the nearest
+    # shared/data above the working directory or the package (`ctxr.eval.datasets`).
+    data_dir: Path | None = Field(None, description="evaluation data; default ../shared/data")
+    corpus: CorpusSettings = Field(default_factory=CorpusSettings.from_env)
+    split: SplitSettings = Field(default_factory=SplitSettings.from_env)
+    llm: LLMSettings = Field(default_factory=LLMSettings.from_env)
+    embed: EmbedSettings = Field(default_factory=EmbedSettings.from_env)
+    store: StoreSettings = Field(default_factory=StoreSettings.from_env)
+    search: SearchSettings = Field(default_factory=SearchSettings.from_env)
+    api: ApiSettings = Field(default_factory=ApiSettings.from_env)
+
+    def __init__(self, **values: Any) -> None:
+        # Flat names (chunk_tokens=300) are built into their group here, before validation, so
+        # each group still reads the rest of its settings from the environment and `.env`.
+        super().__init__(**_grouped(values))
+
+    def replace(self, **changes: Any) -> Settings:
+        """A copy with some settings changed, named flat (``replace(fusion="rrf")``); each
+        change is validated as the environment's value would be."""
+        top = {name: value for name, value in changes.items() if name not in GROUP_OF}
+        unknown = sorted(set(top) - set(type(self).model_fields))
+        if unknown:
+            raise ValueError(f"unknown setting {', '.join(unknown)}")
+        update: dict[str, Any] = {}
+        for group in GROUPS:
+            mine = {name: v for name, v in changes.items() if GROUP_OF.get(name) == group}
+            if mine:
+                update[group] = _changed(getattr(self, group), mine)
+        if top:
+            checked = type(self).model_validate({**self.model_dump(exclude=set(GROUPS)), **top})
+            update.update({name: getattr(checked, name) for name in top})
+        return self.model_copy(update=update)
+
+
+def setting_fields() -> dict[str, FieldInfo]:
+    """Every setting by its flat name (``chunk_tokens``), whichever group holds it: the names
+    `.env.example`, the flags and the reference pages use."""
+    fields = {
+        name: field for name, field in Settings.model_fields.items() if name not in GROUPS
+    }
+    for model in GROUPS.values():
+        fields.update(model.model_fields)
+    return fields
+
+
+def _grouped(values: Mapping[str, Any]) -> dict[str, Any]:
+    """Flat setting names gathered into their groups, each group built from them (and the
+    environment); group objects or mappings given whole pass through."""
+    flat: dict[str, dict[str, Any]] = {group: {} for group in GROUPS}
+    rest: dict[str, Any] = {}
+    for name, value in values.items():
+        if name in GROUP_OF:
+            flat[GROUP_OF[name]][name] = value
+        else:
+            rest[name] = value
+    for group, model in GROUPS.items():
+        given = rest.get(group)
+        if isinstance(given, model):
+            rest[group] = _changed(given, flat[group]) if flat[group] else given
+        elif isinstance(given, Mapping) or flat[group]:
+            rest[group] = model(**{**(given or {}), **flat[group]})
+    return rest
+
+
+_G = TypeVar("_G", bound=BaseModel)
+
+
+def _changed(group: _G, changes: Mapping[str, Any]) -> _G:
+    """`group` with `changes` validated and applied; they count as set, as a flag's would."""
+    checked = type(group).model_validate({**group.model_dump(), **changes})
+    return group.model_copy(update={name: getattr(checked, name) for name in changes})
+
+
+def _blank_is_unset(value: Any) -> Any:
+    return None if isinstance(value, str) and not value.strip() else value
 
 
 def _as_spec(value: Any) -> str:
@@ -403,8 +556,9 @@ def load_settings(*, flags: Mapping[str, str] | None = None, **overrides: Any) -
     except ValidationError as exc:
         problems, fixes = [], []
         for err in exc.errors():
-            field = str(err["loc"][0]) if err["loc"] else ""
-            variable = "CTXR_" + "_".join(str(p) for p in err["loc"]).upper()
+            # A group's error is located in the group alone; the flat name is its last part.
+            field = str(err["loc"][-1]) if err["loc"] else ""
+            variable = f"CTXR_{field}".upper()
             if field in given and flags and field in flags:
                 where, fix = f"{flags[field]} {given[field]}", "the flag"
             elif field in given:  # a Python caller's keyword, which the variable also sets

@@ -2,8 +2,17 @@ import re
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
-from ctxr.config import Settings, load_settings
+from ctxr.config import (
+    GROUP_OF,
+    GROUPS,
+    SearchSettings,
+    Settings,
+    SplitSettings,
+    load_settings,
+    setting_fields,
+)
 from ctxr.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -11,15 +20,15 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_env_example_lists_every_setting() -> None:
     listed = set(re.findall(r"^#?\s*CTXR_([A-Z0-9_]+)=", (ROOT / ".env.example").read_text(), re.M))
-    fields = {name.upper() for name in Settings.model_fields}
+    fields = {name.upper() for name in setting_fields()}
     assert fields == listed
 
 
 def test_environment_then_flags_take_precedence(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CTXR_CHUNK_TOKENS", "300")
-    assert load_settings().chunk_tokens == 300
-    assert load_settings(chunk_tokens=120).chunk_tokens == 120
-    assert load_settings(chunk_tokens=None).chunk_tokens == 300  # None = flag not given
+    assert load_settings().split.chunk_tokens == 300
+    assert load_settings(chunk_tokens=120).split.chunk_tokens == 120
+    assert load_settings(chunk_tokens=None).split.chunk_tokens == 300  # None = flag not given
 
 
 def test_invalid_setting_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -42,7 +51,7 @@ def test_invalid_setting_names_where_it_came_from(monkeypatch: pytest.MonkeyPatc
 def test_dotenv_file_is_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / ".env").write_text("CTXR_CANDIDATES=77\n")
     monkeypatch.chdir(tmp_path)
-    assert load_settings().candidates == 77
+    assert load_settings().search.candidates == 77
 
 
 def test_structured_settings_are_parsed_once_into_typed_values(
@@ -51,17 +60,20 @@ def test_structured_settings_are_parsed_once_into_typed_values(
     monkeypatch.setenv("CTXR_CHUNK_TOKENS_BY_KIND", "code=300, markdown=400")
     monkeypatch.setenv("CTXR_FUSION_WEIGHTS", "dense=0.5,bm25=0.5")
     settings = load_settings()
-    assert settings.chunk_tokens_by_kind == {"code": 300, "markdown": 400}
-    assert settings.fusion_weights == {"dense": 0.5, "bm25": 0.5}
-    assert settings.chunk_tokens_for("code") == 300 and settings.chunk_tokens_for("text") == 200
+    assert settings.split.chunk_tokens_by_kind == {"code": 300, "markdown": 400}
+    assert settings.search.fusion_weights == {"dense": 0.5, "bm25": 0.5}
+    assert (
+        settings.split.chunk_tokens_for("code") == 300
+        and settings.split.chunk_tokens_for("text") == 200
+    )
     # From Python a mapping works too, and is checked as strictly as the text form.
-    assert load_settings(chunk_tokens_by_kind={"pdf": 64}).chunk_tokens_by_kind == {"pdf": 64}
+    assert load_settings(chunk_tokens_by_kind={"pdf": 64}).split.chunk_tokens_by_kind == {"pdf": 64}
     with pytest.raises(ConfigError, match="CTXR_CHUNK_TOKENS_BY_KIND"):
         load_settings(chunk_tokens_by_kind={"pdf": 8})
     with pytest.raises(ConfigError, match="CTXR_FUSION_WEIGHTS"):
         load_settings(fusion_weights={"sparse": 1.0})
     monkeypatch.delenv("CTXR_FUSION_WEIGHTS")
-    assert load_settings().fusion_weights == {"dense": 0.8, "bm25": 0.2}
+    assert load_settings().search.fusion_weights == {"dense": 0.8, "bm25": 0.2}
 
 
 def test_one_list_of_choices_for_cli_api_and_service() -> None:
@@ -95,3 +107,28 @@ def test_recipes_are_pinned_so_existing_indexes_stay_current(
     assert document_recipe(settings, ContextPlan("outline"), "split") == outline
     plan = ContextPlan("llm", "anthropic", "claude-haiku-4-5")
     assert document_recipe(settings, plan, "split") == llm
+
+
+def test_settings_come_in_typed_groups_under_their_flat_names(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("CTXR_CHUNK_OVERLAP", "7")
+    settings = Settings(chunk_tokens=300, fusion="rrf")
+    assert isinstance(settings.split, SplitSettings) and isinstance(settings.search, SearchSettings)
+    # A flat keyword lands in its group, and the group still reads the rest from the environment.
+    assert (settings.split.chunk_tokens, settings.split.chunk_overlap) == (300, 7)
+    assert settings.search.fusion == "rrf" and settings.search.rrf_k == 60
+    assert set(GROUP_OF.values()) == set(GROUPS) and len(GROUP_OF) + 3 == len(setting_fields())
+
+
+def test_replace_validates_changes_and_counts_them_as_set() -> None:
+    settings = load_settings()
+    changed = settings.replace(llm_concurrency="3", index_dir="elsewhere")
+    assert changed.llm.llm_concurrency == 3 and changed.index_dir == Path("elsewhere")
+    assert "llm_concurrency" in changed.llm.model_fields_set  # as a flag's value would be
+    assert "llm_concurrency" not in settings.llm.model_fields_set  # the original is untouched
+    assert changed.split is settings.split  # untouched groups are shared, not re-read
+    with pytest.raises(ValidationError):
+        settings.replace(chunk_tokens=3)
+    with pytest.raises(ValueError, match="unknown setting chunk_size"):
+        settings.replace(chunk_size=300)

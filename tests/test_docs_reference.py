@@ -13,7 +13,7 @@ import click
 import pytest
 
 from ctxr.cli import main
-from ctxr.config import Settings
+from ctxr.config import Settings, setting_fields
 from tests.conftest import ROOT
 
 
@@ -51,7 +51,7 @@ def test_every_option_of_every_command_is_in_the_cli_reference(reference: Module
 
 def _env_names() -> set[str]:
     prefix = str(Settings.model_config.get("env_prefix", "CTXR_"))
-    names = {f"{prefix}{field}".upper() for field in Settings.model_fields}
+    names = {f"{prefix}{field}".upper() for field in setting_fields()}
     example = (ROOT / ".env.example").read_text(encoding="utf-8")
     return names | set(re.findall(r"^#?\s*(CTXR_[A-Z0-9_]+)=", example, flags=re.MULTILINE))
 

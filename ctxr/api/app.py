@@ -97,9 +97,9 @@ def create_app(
     (`ctxr.api.hosts`); `serve` always passes one, None (an app mounted in-process) checks
     no Host."""
     holder = ServiceHolder(settings, owner)
-    token = settings.api_token.get_secret_value() if settings.api_token else None
+    token = settings.api.api_token.get_secret_value() if settings.api.api_token else None
     update_token = (
-        settings.api_update_token.get_secret_value() if settings.api_update_token else None
+        settings.api.api_update_token.get_secret_value() if settings.api.api_update_token else None
     )
 
     @asynccontextmanager
@@ -126,14 +126,14 @@ def create_app(
     app.add_middleware(
         Guard,
         token=token,
-        max_body_bytes=settings.api_max_body_bytes,
-        log_requests=settings.api_access_log,
+        max_body_bytes=settings.api.api_max_body_bytes,
+        log_requests=settings.api.api_access_log,
         owner_token=owner.token if owner else None,
         open_paths=OPEN_PATHS,
         private_paths=private,
         update_token=update_token,
         hosts=hosts,
-        body_timeout=settings.api_body_timeout,
+        body_timeout=settings.api.api_body_timeout,
     )
     if owner is not None:
         add_live_routes(app, holder, settings)
@@ -152,10 +152,10 @@ def create_app(
         ("queries") one per query under `results`. The search's time is in `Server-Timing`."""
         texts = body.texts
         _check_rerank_spend(body.rerank, len(texts), settings)
-        fusion = body.fusion or settings.fusion
+        fusion = body.fusion or settings.search.fusion
         access = request.scope.setdefault(ACCESS_KEY, {})
         access.update(queries=len(texts), k=body.k, mode=body.mode, fusion=fusion)
-        if settings.api_log_queries:
+        if settings.api.api_log_queries:
             access["query_text"] = texts
         started = time.perf_counter()
         results = await run_in_threadpool(
@@ -235,10 +235,10 @@ def create_app(
 def _check_rerank_spend(asked: str | None, queries: int, settings: Settings) -> None:
     """Refuse a request that would make more paid rerank calls than the server allows."""
     try:
-        chosen = resolve_reranker(asked, settings)
+        chosen = resolve_reranker(asked, settings.search)
     except ConfigError:
         return  # an unknown name is the request model's 422, with its own message
-    limit = settings.api_max_rerank_queries
+    limit = settings.api.api_max_rerank_queries
     if chosen in PAID_RERANKERS and queries > limit:
         raise HTTPException(
             422, detail=f"the {chosen} reranker makes one paid call per query, and this server "
@@ -314,9 +314,11 @@ def owning_server(settings: Settings, host: str, port: int) -> tuple[uvicorn.Ser
             "or stop what is using it"
         ) from exc
     bound = sock.getsockname()[1]
-    owner = None if settings.qdrant_url else Owner.for_this_process(loopback_url(host, bound))
-    hosts = HostPolicy.for_server(host, settings.api_allowed_hosts, settings.api_token is not None)
-    config = server_config(settings, create_app(settings, owner, hosts=hosts), host, bound)
+    owner = None if settings.store.qdrant_url else Owner.for_this_process(loopback_url(host, bound))
+    hosts = HostPolicy.for_server(
+        host, settings.api.api_allowed_hosts, settings.api.api_token is not None
+    )
+    config = server_config(settings.api, create_app(settings, owner, hosts=hosts), host, bound)
     log.info(f"serving {settings.index_dir} on http://{_hostport(host, bound)}")
     return uvicorn.Server(config), sock
 

@@ -89,7 +89,10 @@ def add_live_routes(app: FastAPI, holder: ServiceHolder, settings: Settings) -> 
 
 def _outside_roots(roots: list[str], holder: ServiceHolder, settings: Settings) -> str | None:
     """Why an update's roots may not be read, or None: each must resolve inside an allowed root."""
-    allowed = [*recorded_roots(holder.index_dir), *(resolved(r) for r in settings.api_update_roots)]
+    allowed = [
+        *recorded_roots(holder.index_dir),
+        *(resolved(r) for r in settings.api.api_update_roots),
+    ]
     for root in roots:
         if not inside(root, allowed):
             shown = root if len(root) <= 200 else root[:200] + "..."

@@ -137,7 +137,7 @@ def create_server(settings: Settings, holder: IndexHolder | None = None) -> MCPS
     holder = holder or IndexHolder(settings)
     query_text = Annotated[
         str,
-        Field(min_length=1, max_length=settings.api_max_query_chars, pattern=r"\S",
+        Field(min_length=1, max_length=settings.api.api_max_query_chars, pattern=r"\S",
               description="what to look for: a question, keywords or an identifier"),
     ]  # fmt: skip
     strict = StrictTools()  # unknown arguments refused, refusals in words, read-only hints
@@ -145,7 +145,7 @@ def create_server(settings: Settings, holder: IndexHolder | None = None) -> MCPS
     @strict.tool("Search the index", SEARCH_DOC)
     def search(
         query: query_text,
-        k: Annotated[int, Field(ge=1, le=settings.api_max_k, description="hits wanted")] = 8,
+        k: Annotated[int, Field(ge=1, le=settings.api.api_max_k, description="hits wanted")] = 8,
         mode: Literal["hybrid", "dense", "bm25"] = "hybrid",
         filters: Annotated[
             dict[str, Any] | None,
@@ -159,7 +159,7 @@ def create_server(settings: Settings, holder: IndexHolder | None = None) -> MCPS
             hits = holder.client.search(query, SearchOptions(k, mode, filters=filters, merge=merge))
         except CtxrError as exc:
             raise ToolError(str(exc)) from None
-        return hits_result(query, hits, Asked(mode, settings.fusion, k, merge))
+        return hits_result(query, hits, Asked(mode, settings.search.fusion, k, merge))
 
     @strict.tool("Read a document", DOCUMENT_DOC)
     def get_document(
@@ -239,24 +239,24 @@ def _shown(doc_id: str) -> str:
 
 def http_app(settings: Settings, server: MCPServer, host: str) -> ASGIApp:
     """The streamable HTTP app at /mcp, behind the API's guard (hosts, token, body, log)."""
-    token = settings.api_token.get_secret_value() if settings.api_token else None
+    token = settings.api.api_token.get_secret_value() if settings.api.api_token else None
     app = server.streamable_http_app(
         streamable_http_path=MCP_PATH,
         host=host,
         # The guard checks Host and Origin for both servers, with the user's allowed names;
         # the SDK's own check knows only the loopback names.
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
-        max_sessions=settings.mcp_max_sessions,
-        session_idle_timeout=settings.mcp_session_idle_timeout,
+        max_sessions=settings.api.mcp_max_sessions,
+        session_idle_timeout=settings.api.mcp_session_idle_timeout,
     )
     return Guard(
         app,
         token=token,
-        max_body_bytes=settings.api_max_body_bytes,
-        log_requests=settings.api_access_log,
+        max_body_bytes=settings.api.api_max_body_bytes,
+        log_requests=settings.api.api_access_log,
         open_paths=frozenset(),
-        hosts=HostPolicy.for_server(host, settings.api_allowed_hosts, token is not None),
-        body_timeout=settings.api_body_timeout,
+        hosts=HostPolicy.for_server(host, settings.api.api_allowed_hosts, token is not None),
+        body_timeout=settings.api.api_body_timeout,
     )
 
 
@@ -282,7 +282,7 @@ def serve_http(settings: Settings, host: str, port: int) -> None:
 
     holder = IndexHolder(settings)
     app = http_app(settings, create_server(settings, holder), host)
-    config = server_config(settings, app, host, port)
+    config = server_config(settings.api, app, host, port)
     try:
         anyio.run(uvicorn.Server(config).serve)
     finally:

@@ -115,19 +115,20 @@ WholeNumber = BeforeValidator(_whole_numbers)  # after Field(ge=, le=) in Annota
 def search_request_model(settings: Settings) -> type[SearchRequestBase]:
     """`SearchRequestBase` with this server's limits on query length, batch size, k, depth."""
     text = Annotated[
-        str, Field(min_length=1, max_length=settings.api_max_query_chars, pattern=r"\S")
+        str, Field(min_length=1, max_length=settings.api.api_max_query_chars, pattern=r"\S")
     ]
     model: type[SearchRequestBase] = create_model(
         "SearchRequest",
         __base__=SearchRequestBase,
         query=(text | None, None),
         queries=(
-            Annotated[list[text], Field(min_length=1, max_length=settings.api_max_batch)] | None,
+            Annotated[list[text], Field(min_length=1, max_length=settings.api.api_max_batch)]
+            | None,
             None,
         ),
-        k=(Annotated[int, Field(ge=1, le=settings.api_max_k), WholeNumber], 10),
+        k=(Annotated[int, Field(ge=1, le=settings.api.api_max_k), WholeNumber], 10),
         candidates=(
-            Annotated[int, Field(ge=1, le=settings.api_max_candidates), WholeNumber] | None,
+            Annotated[int, Field(ge=1, le=settings.api.api_max_candidates), WholeNumber] | None,
             Field(None, description="top-N per retriever before fusion; default CTXR_CANDIDATES"),
         ),
         # Any name is read (one this server cannot use is answered 422 with what it needs),
@@ -153,7 +154,7 @@ def usable_rerankers(settings: Settings) -> list[str]:
             if name == "cross-encoder":  # making it would load the model: look for its files
                 from ctxr.retrieve.rerank.cross_encoder import model_files
 
-                model_files(settings.rerank_model_path)
+                model_files(settings.search.rerank_model_path)
             else:
                 make_reranker(name, settings)
         except ConfigError:

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     import uvicorn
     from starlette.types import ASGIApp
 
-    from ctxr.config import Settings
+    from ctxr.config import ApiSettings
 
 
 class HeaderTimeoutProtocol(H11Protocol):
@@ -74,13 +74,13 @@ def with_header_timeout(seconds: float) -> type[HeaderTimeoutProtocol]:
     return type("HeaderTimeoutProtocol", (HeaderTimeoutProtocol,), {"header_timeout": seconds})
 
 
-def server_config(settings: Settings, app: ASGIApp, host: str, port: int) -> uvicorn.Config:
+def server_config(api: ApiSettings, app: ASGIApp, host: str, port: int) -> uvicorn.Config:
     """uvicorn's configuration for either server: this protocol, the connection cap, no
     uvicorn access log (the guard writes its own)."""
     import uvicorn
 
     return uvicorn.Config(
         app, host=host, port=port, access_log=False, log_level="info",
-        http=with_header_timeout(settings.api_header_timeout),
-        limit_concurrency=settings.api_max_connections,
+        http=with_header_timeout(api.api_header_timeout),
+        limit_concurrency=api.api_max_connections,
     )  # fmt: skip

@@ -100,10 +100,10 @@ def index_command(
         include=list(include) or None,
         follow_links=follow_links,
     )
-    plan = resolve_context(settings)
+    plan = resolve_context(settings.llm)
     if plan.kind == "llm" and not dry_run:
         logging.getLogger("ctxr").info(f"contexts written by {plan.provider} {plan.model}")
-    elif settings.context == "auto":
+    elif settings.llm.context == "auto":
         logging.getLogger("ctxr").info(
             "no LLM provider configured (ANTHROPIC_API_KEY, OPENAI_API_KEY or their *_BASE_URL): "
             "chunks get outline contexts (title, path, headings)"

@@ -50,7 +50,7 @@ def mcp_command(index_dir: Path | None, http: str | None, allowed_hosts: tuple[s
         mcp.serve_stdio(settings)
         return
     host, port = address
-    if host not in _LOCAL and settings.api_token is None:
+    if host not in _LOCAL and settings.api.api_token is None:
         logging.getLogger("ctxr").warning(
             f"serving MCP on {host} without CTXR_API_TOKEN: anyone who can reach it can search"
         )

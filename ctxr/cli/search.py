@@ -81,7 +81,7 @@ def search_command(
         k=k, mode=mode, filters=filters, merge=merge, rerank=rerank, expand=expand
     )
     # How the hits were searched, as every answer of the hit schema says (ctxr.retrieve.hits).
-    asked = Asked(mode, settings.fusion, k, merge, expand)
+    asked = Asked(mode, settings.search.fusion, k, merge, expand)
     with Client.for_index(settings, candidates=candidates, fusion=fusion, rrf_k=rrf_k) as client:
         if queries is not None:
             batch = list(_read_queries(queries))

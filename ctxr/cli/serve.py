@@ -45,7 +45,7 @@ def serve_command(
         api_update_roots=tuple(str(r) for r in roots) or None,
         flags={"api_allowed_hosts": "--allowed-host", "api_update_roots": "--root"},
     )
-    if host not in ("127.0.0.1", "localhost", "::1") and settings.api_token is None:
+    if host not in ("127.0.0.1", "localhost", "::1") and settings.api.api_token is None:
         logging.getLogger("ctxr").warning(
             f"serving on {host} without CTXR_API_TOKEN: anyone who can reach it can search"
         )

@@ -44,7 +44,7 @@ def split_command(files: tuple[Path, ...], max_tokens: int | None, as_json: bool
         language = chunk_budget(settings, doc, embedder)
         chunks = chunker(doc, language)
         sizes.add(doc.kind, chunks)
-        budget = settings.chunk_tokens_for(doc.kind)
+        budget = settings.split.chunk_tokens_for(doc.kind)
         if as_json:
             outputs.append(render.split_json(doc, chunks, budget, language))
         else:

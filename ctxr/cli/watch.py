@@ -137,7 +137,7 @@ class Updater:
         return report.to_json(), None
 
     def _served(self, changed: list[str]) -> tuple[dict[str, Any], str] | None:
-        if self.settings.qdrant_url:
+        if self.settings.store.qdrant_url:
             return None  # a Qdrant server takes every process's writes: nobody owns it
         from ctxr.api.client import ServedIndex
         from ctxr.index.owner import live_owner

@@ -213,11 +213,11 @@ def run_eval(
     depth = max_k * BEIR_HITS_PER_DOC if kind == "beir" else max_k
     # Candidates per retriever, as a user's search has them; asking for `depth` hits fetches
     # deeper, normalised over the candidates as a default search is (`ctxr.retrieve.fusion`).
-    pool = candidates or base.candidates
+    pool = candidates or base.search.candidates
     chunker: Chunker | None = None
     keys: dict[str, str] = {}
     if chunks == "given":
-        chunker, keys = given_chunker(dataset, base.encoding)
+        chunker, keys = given_chunker(dataset, base.split.encoding)
     result = EvalResult(dataset.name, kind, str(data_dir), chunks, ks, len(queries), len(documents))
     result.notes.append(NOTE_OUTLINE)
     if kind == "anthropic-codebase":
@@ -230,12 +230,11 @@ def run_eval(
     embedders: list[Embedder] = []
     try:
         for context in sorted({r.context for r in rows if r.mode != "rerank"}):
-            size = f"{base.chunk_tokens}" if chunks == "ours" else ""
-            name = f"{dataset.name}-{chunks}{size}-{context}-bm25-{base.bm25_k1:g}-{base.bm25_b:g}"
-            name += f"-doc{base.doc_bm25_tokens}" if base.doc_bm25_tokens else ""
-            settings_c = base.model_copy(
-                update={"index_dir": root / name, "context": context, "cache_dir": cache}
-            )
+            size = f"{base.split.chunk_tokens}" if chunks == "ours" else ""
+            bm25 = f"bm25-{base.store.bm25_k1:g}-{base.store.bm25_b:g}"
+            name = f"{dataset.name}-{chunks}{size}-{context}-{bm25}"
+            name += f"-doc{base.store.doc_bm25_tokens}" if base.store.doc_bm25_tokens else ""
+            settings_c = base.replace(index_dir=root / name, context=context, cache_dir=cache)
             progress.note(f"indexing {dataset.name} ({chunks} chunks, context {context})")
             built = build_for_eval(documents, settings_c, chunker, f"eval-{chunks}", progress)
             result.indexes[context] = index_info(settings_c, built)
@@ -272,25 +271,27 @@ def _row_settings(
     kind: DatasetKind,
 ) -> dict[str, Any]:  # fmt: skip
     """Everything needed to reproduce a row."""
-    fusion = (row.fusion or settings.fusion) if row.mode in ("hybrid", "rerank") else None
+    fusion = (row.fusion or settings.search.fusion) if row.mode in ("hybrid", "rerank") else None
     return {
         "mode": "hybrid+rerank" if row.mode == "rerank" else row.mode,
         "context": row.context,
         "chunks": chunks,
-        "chunk_tokens": settings.chunk_tokens if chunks == "ours" else None,
+        "chunk_tokens": settings.split.chunk_tokens if chunks == "ours" else None,
         "ks": list(ks),
         "hits": depth,
         "candidates": pool,
         "fusion": fusion,
-        "rrf_k": settings.rrf_k if fusion == "rrf" else None,
+        "rrf_k": settings.search.rrf_k if fusion == "rrf" else None,
         "embedder": MODEL_NAME if row.mode != "bm25" else None,
-        "split_identifiers": settings.split_identifiers if row.mode != "bm25" else None,
+        "split_identifiers": settings.embed.split_identifiers if row.mode != "bm25" else None,
         "analyzer": components.make_analyzer(settings).name if row.mode != "dense" else None,
-        "bm25_k1": settings.bm25_k1,
-        "bm25_b": settings.bm25_b,
+        "bm25_k1": settings.store.bm25_k1,
+        "bm25_b": settings.store.bm25_b,
         # The whole-document BM25 ranking (hybrid's third, or alone in "bm25-doc" rows).
-        "doc_bm25_tokens": settings.doc_bm25_tokens if fusion or row.mode == "bm25-doc" else None,
-        "doc_ranking": settings.doc_ranking if fusion else None,
-        "doc_bm25_weight": settings.doc_bm25_weight if fusion else None,
+        "doc_bm25_tokens": settings.store.doc_bm25_tokens
+        if fusion or row.mode == "bm25-doc"
+        else None,
+        "doc_ranking": settings.search.doc_ranking if fusion else None,
+        "doc_bm25_weight": settings.search.doc_bm25_weight if fusion else None,
         "doc_rank": "best chunk" if kind == "beir" else None,
     }

@@ -25,26 +25,26 @@ if TYPE_CHECKING:
 def make_embedder(settings: Settings, cached: bool = False) -> Embedder:
     """The configured embedder; `cached` puts it behind the on-disk embedding cache."""
     embedder: Embedder
-    if settings.embedder == "openai":
+    if settings.embed.embedder == "openai":
         from ctxr.index.embed.openai import DEFAULT_MODEL, OpenAIEmbedder  # imports the SDK
 
-        key = settings.embedding_api_key
+        key = settings.embed.embedding_api_key
         embedder = OpenAIEmbedder(
-            model=settings.embedding_model or DEFAULT_MODEL,
-            dimensions=settings.embedding_dimensions,
+            model=settings.embed.embedding_model or DEFAULT_MODEL,
+            dimensions=settings.embed.embedding_dimensions,
             api_key=key.get_secret_value() if key is not None else None,
-            base_url=settings.embedding_base_url,
-            requests_per_minute=settings.embedding_requests_per_minute,
-            tokens_per_minute=settings.embedding_tokens_per_minute,
+            base_url=settings.embed.embedding_base_url,
+            requests_per_minute=settings.embed.embedding_requests_per_minute,
+            tokens_per_minute=settings.embed.embedding_tokens_per_minute,
         )
-    elif settings.embedding_model or settings.embedding_dimensions:
+    elif settings.embed.embedding_model or settings.embed.embedding_dimensions:
         raise ConfigError(
             "CTXR_EMBEDDING_MODEL / CTXR_EMBEDDING_DIMENSIONS apply to CTXR_EMBEDDER=openai; "
             "set CTXR_EMBEDDER=openai, or unset them for the local embedder"
         )
     else:
         embedder = OnnxEmbedder(
-            batch_size=settings.embed_batch_size, threads=settings.embed_threads
+            batch_size=settings.embed.embed_batch_size, threads=settings.embed.embed_threads
         )
     if not cached:
         return embedder
@@ -60,7 +60,7 @@ def make_analyzer(settings: Settings) -> Bm25Analyzer:
 
 
 def bm25_params(settings: Settings) -> Bm25Params:
-    return Bm25Params(k1=settings.bm25_k1, b=settings.bm25_b)
+    return Bm25Params(k1=settings.store.bm25_k1, b=settings.store.bm25_b)
 
 
 def index_settings(settings: Settings, embedder: Embedder, analyzer: Bm25Analyzer) -> IndexSettings:
@@ -68,8 +68,8 @@ def index_settings(settings: Settings, embedder: Embedder, analyzer: Bm25Analyze
         embedder=embedder.name,
         dim=embedder.dim,
         analyzer=analyzer.name,
-        bm25_k1=settings.bm25_k1,
-        bm25_b=settings.bm25_b,
+        bm25_k1=settings.store.bm25_k1,
+        bm25_b=settings.store.bm25_b,
     )
 
 

@@ -55,13 +55,14 @@ def open_or_create(
     wanted = components.index_settings(settings, embedder, analyzer)
     shard = store_factory.shard_path(index_dir)
     if rebuild:
-        # Only what this index owns; the embedding cache survives, so a rebuild re-embeds nothing.
-        store_factory.drop_store(settings, index_dir)  # the shard dir, or the server's collection
+        # Only what this index owns (the shard dir, or the server's collection); the embedding
+        # cache survives, so a rebuild re-embeds nothing.
+        store_factory.drop_store(settings.store, index_dir)
         (index_dir / MANIFEST_NAME).unlink(missing_ok=True)
     if (index_dir / MANIFEST_NAME).exists():
         manifest = Manifest.load(index_dir)
         manifest.check_compatible(wanted, index_dir)
-        store = store_factory.open_store(settings, index_dir, manifest.settings.dim)
+        store = store_factory.open_store(settings.store, index_dir, manifest.settings.dim)
         try:  # say so before a long run, not after it
             integrity.check(store, manifest, index_dir, integrity.OPEN_SAMPLE)
         except BaseException:
@@ -73,7 +74,7 @@ def open_or_create(
     # No manifest: a new index, or a shard orphaned by a run that died before writing its
     # manifest. Nothing in an orphan is recorded as indexed, so it is recreated, not trusted.
     shutil.rmtree(shard, ignore_errors=True)
-    store = store_factory.create_store(settings, index_dir, embedder.dim)
+    store = store_factory.create_store(settings.store, index_dir, embedder.dim)
     manifest = Manifest(settings=wanted, document_vectors=True)  # the store has `bm25_doc`
     manifest.save(index_dir)
     return manifest, store
@@ -180,7 +181,7 @@ def run_index(
     """One run over the index; `create=False` (an update) refuses an index that is gone."""
     started = time.perf_counter()
     progress = progress or NullProgress()
-    plan = resolve_context(settings)
+    plan = resolve_context(settings.llm)
     index_dir = Path(settings.index_dir)
     if opened is None:  # before --rebuild could delete a shard a server has open
         refuse_if_owned(index_dir, "index it")
@@ -220,7 +221,8 @@ def _locked_run(
         embedder = embedder or components.make_embedder(settings, cached=True)
         analyzer = components.make_analyzer(settings)
         if opened is None:
-            space.check_shard_room(index_dir, rebuild, settings.min_free_mb)  # before creating
+            # before creating the shard
+            space.check_shard_room(index_dir, rebuild, settings.corpus.min_free_mb)
             manifest, store = open_or_create(
                 index_dir, settings, embedder, analyzer, rebuild, create
             )
@@ -233,7 +235,7 @@ def _locked_run(
         # Room for what this run writes, before it pays for a context (a full disk would kill
         # the engine's mapped writes with SIGBUS, answers in flight lost).
         space.check_room(index_dir, components.cache_dir(settings), todo, embedder.dim,
-                         not manifest.documents, settings.min_free_mb)  # fmt: skip
+                         not manifest.documents, settings.corpus.min_free_mb)  # fmt: skip
         own, budget_for = run_chunker(settings, chunker, embedder)
         prepared = prepare(todo, own, budget_for, plan, settings, analyzer, report, progress)
         write(prepared, manifest, store, embedder, analyzer, settings, recipe, report, progress)
@@ -276,7 +278,7 @@ def _optimize(store: Store, settings: Settings, report: IndexReport, progress: P
     for a 100k bulk load; docs/explanation/benchmarks.md).
     """
     changed = report.chunks_written or report.documents_removed
-    if not changed or report.points_total < settings.optimize_min_points:
+    if not changed or report.points_total < settings.store.optimize_min_points:
         return
     progress.note(f"building the HNSW index over {report.points_total:,} points...")
     started = time.perf_counter()
@@ -317,11 +319,11 @@ def load_changed(
     todo: list[Document] = []
     for document in load_paths(
         paths,
-        settings.max_file_bytes,
+        settings.corpus.max_file_bytes,
         report,
         progress,
-        include=settings.include,
-        follow_links=settings.follow_links,
+        include=settings.corpus.include,
+        follow_links=settings.corpus.follow_links,
     ):
         if manifest.is_current(document.doc_id, document.sha256, recipe):
             report.documents_unchanged += 1

@@ -34,12 +34,12 @@ def document_budget(
     `CTXR_CHUNK_TOKENS`), scaled for a prose document by its language's token inflation
     unless `scaled` (default `CTXR_LANGUAGE_BUDGETS`) is off (`ctxr.enrich.split.inflation`).
     A prose document's language is detected either way: it goes into the payload."""
-    budget = settings.chunk_tokens_for(doc.kind)
+    budget = settings.split.chunk_tokens_for(doc.kind)
     if doc.kind not in SCALED_KINDS:
         return plain_budget(budget)
-    if not (settings.language_budgets if scaled is None else scaled):
+    if not (settings.split.language_budgets if scaled is None else scaled):
         return detected_budget(doc.text, budget)
-    return language_budget(doc.text, budget, settings.encoding)
+    return language_budget(doc.text, budget, settings.split.encoding)
 
 
 def chunk_budget(
@@ -48,11 +48,11 @@ def chunk_budget(
     """`document_budget`, stopped where the embedder's input does when it is a hard cap
     (`fit_to_input`): what the chunker sizes `doc` with, and what `ctxr split` reports."""
     budget = document_budget(settings, doc)
-    if embedder is None or not settings.cap_to_embedder:
+    if embedder is None or not settings.split.cap_to_embedder:
         return budget
-    count = split_counter(embedder.count_tokens, splits(doc.kind, settings.split_identifiers))
-    limit = embedder.max_tokens - settings.context_reserve_tokens
-    return fit_to_input(budget, doc.text, count, limit, settings.encoding)
+    count = split_counter(embedder.count_tokens, splits(doc.kind, settings.embed.split_identifiers))
+    limit = embedder.max_tokens - settings.split.context_reserve_tokens
+    return fit_to_input(budget, doc.text, count, limit, settings.split.encoding)
 
 
 def default_chunker(settings: Settings, embedder: Embedder | None = None) -> BudgetedChunker:
@@ -68,9 +68,9 @@ def default_chunker(settings: Settings, embedder: Embedder | None = None) -> Bud
     it, so the language is not detected twice.
     """
     split_with: Callable[..., list[Chunk]]
-    if settings.chunking == "parent":
-        split_with = functools.partial(split_parent_child, encoding=settings.encoding)
-    elif settings.chunking == "semantic":
+    if settings.split.chunking == "parent":
+        split_with = functools.partial(split_parent_child, encoding=settings.split.encoding)
+    elif settings.split.chunking == "semantic":
         made: list[Embedder] = [embedder] if embedder is not None else []
 
         def embed(texts: Sequence[str]) -> FloatMatrix:
@@ -81,39 +81,43 @@ def default_chunker(settings: Settings, embedder: Embedder | None = None) -> Bud
         split_with = functools.partial(
             split_semantic,
             embed=embed,
-            percentile=settings.semantic_percentile,
-            encoding=settings.encoding,
+            percentile=settings.split.semantic_percentile,
+            encoding=settings.split.encoding,
         )
     else:
-        split_with = functools.partial(split_document, encoding=settings.encoding)
+        split_with = functools.partial(split_document, encoding=settings.split.encoding)
 
     def split(
         doc: Document, budget: LanguageBudget | None = None, **extra: Callable[[str], bool]
     ) -> list[Chunk]:
         budget = budget or document_budget(settings, doc)
-        overlap = settings.chunk_overlap
+        overlap = settings.split.chunk_overlap
         if overlap is not None:
             overlap = min(budget.scale(overlap), budget.max_tokens // 2)
         options: dict[str, object] = {"max_tokens": budget.max_tokens, "overlap_tokens": overlap}
-        if settings.chunking == "parent":
-            options["parent_tokens"] = max(budget.scale(settings.parent_tokens), budget.max_tokens)
+        if settings.split.chunking == "parent":
+            options["parent_tokens"] = max(
+                budget.scale(settings.split.parent_tokens), budget.max_tokens
+            )
         return split_with(doc, **options, **extra)
 
-    if embedder is None or not settings.cap_to_embedder:
+    if embedder is None or not settings.split.cap_to_embedder:
         return split
-    limit = embedder.max_tokens - settings.context_reserve_tokens
-    structure = settings.chunking == "structure"
+    limit = embedder.max_tokens - settings.split.context_reserve_tokens
+    structure = settings.split.chunking == "structure"
 
     def capped(doc: Document, budget: LanguageBudget | None = None) -> list[Chunk]:
         # Counted on the text the embedder will read (identifiers split, for code).
-        count = split_counter(embedder.count_tokens, splits(doc.kind, settings.split_identifiers))
+        count = split_counter(
+            embedder.count_tokens, splits(doc.kind, settings.embed.split_identifiers)
+        )
         budget = budget or chunk_budget(settings, doc, embedder)
         if structure:  # the code splitter sizes its chunks to the embedder itself
             chunks = split(doc, budget, fits=lambda text: count(text) <= limit)
         else:
             chunks = split(doc, budget)
         return cap_chunks(
-            doc, chunks, embedded_size(count), limit, encoding=settings.encoding
+            doc, chunks, embedded_size(count), limit, encoding=settings.split.encoding
         ).chunks
 
     return capped

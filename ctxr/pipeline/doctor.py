@@ -61,7 +61,7 @@ def run_doctor(settings: Settings, repair: bool = False) -> DoctorReport:
         report = DoctorReport(str(index_dir), len(manifest.documents), manifest.chunk_count)
         store: Store | None = None
         try:
-            store = store_factory.open_store(settings, index_dir, manifest.settings.dim)
+            store = store_factory.open_store(settings.store, index_dir, manifest.settings.dim)
             found = integrity.verify(store, manifest)
         except IndexCorruptError as exc:
             found = integrity.Findings(unreadable=exc.what or str(exc))
@@ -117,7 +117,7 @@ def _drop_damaged(
 def _replace_shard(
     settings: Settings, manifest: Manifest, report: DoctorReport, index_dir: Path
 ) -> None:
-    if settings.qdrant_url:
+    if settings.store.qdrant_url:
         raise IndexError_(
             f"the collection behind the index at {index_dir} cannot be read; re-index with "
             "--rebuild to recreate it on the server"
@@ -130,7 +130,7 @@ def _replace_shard(
         shard.rename(aside)
         report.moved_aside = str(aside)
     report.dropped_sources.extend(e.source for e in manifest.documents.values())
-    store_factory.create_store(settings, index_dir, manifest.settings.dim).close()
+    store_factory.create_store(settings.store, index_dir, manifest.settings.dim).close()
     Manifest(settings=manifest.settings, document_vectors=True).save(index_dir)
     report.repaired.append(
         f"moved the unreadable shard aside to {aside.name} and started an empty one"

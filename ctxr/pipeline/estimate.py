@@ -62,14 +62,14 @@ CONTEXTS_DIR = "contexts"  # the response cache under the index's cache dir (con
 def default_model(settings: Settings) -> str:
     """The model a real run would use; the first registered provider's default (Anthropic's)
     when no provider is configured."""
-    if settings.llm_model:
-        return settings.llm_model
-    return DEFAULT_MODELS[choose_provider(settings.llm_provider) or PROVIDERS[0]]
+    if settings.llm.llm_model:
+        return settings.llm.llm_model
+    return DEFAULT_MODELS[choose_provider(settings.llm.llm_provider) or PROVIDERS[0]]
 
 
 def _served_locally(settings: Settings) -> str | None:
     """The configured provider, when its base URL is a server on this machine or network."""
-    provider = choose_provider(settings.llm_provider)
+    provider = choose_provider(settings.llm.llm_provider)
     if provider is not None and is_local_url(configured_base_url(provider)):
         return provider
     return None
@@ -81,10 +81,10 @@ def estimate_paths(paths: Sequence[str | Path], settings: Settings, **options: A
     documents = list(
         load_paths(
             paths,
-            settings.max_file_bytes,
+            settings.corpus.max_file_bytes,
             tally,
-            include=settings.include,
-            follow_links=settings.follow_links,
+            include=settings.corpus.include,
+            follow_links=settings.corpus.follow_links,
         )
     )
     result = estimate_documents(documents, settings, **options)
@@ -106,7 +106,7 @@ def estimate_documents(
 ) -> Estimate:
     """Estimate situating `documents` with each of `models` (default: the configured one;
     an empty list estimates the documents and embeddings only). Writes nothing."""
-    prices = load_prices(settings.prices_file)
+    prices = load_prices(settings.llm.prices_file)
     chosen = [default_model(settings)] if models is None else list(dict.fromkeys(models))
     free = _served_locally(settings) if models is None else None
     if free is not None and chosen[0] not in prices:  # a local server bills nothing
@@ -136,7 +136,7 @@ def estimate_documents(
     by_id = {d.doc_id: d for d in documents}
     # The request bodies come from the provider classes themselves; no request is ever sent.
     llms = {m: make_llm(prices.get(m).provider, m, api_key=PLACEHOLDER_KEY) for m in chosen}
-    tokenizer = settings.claude_tokenizer
+    tokenizer = settings.llm.claude_tokenizer
     counters = {m: make_counter(llm, tokenizer=tokenizer, exact=exact) for m, llm in llms.items()}
     result.notes.extend(_notes(llms, counters))
     if not chosen:  # no model priced: what the run without an LLM would do
@@ -146,7 +146,7 @@ def estimate_documents(
     try:
         for model in chosen:
             price = prices.get(model)
-            plan = ContextPlan("llm", price.provider, model, settings.llm_group_size)
+            plan = ContextPlan("llm", price.provider, model, settings.llm.llm_group_size)
             recipe = document_recipe(settings, plan, chunker_name)
             todo = [d for d in documents if _changed(manifest, d, recipe)]
             pairs = [(d, chunks(d.doc_id)) for d in todo]
@@ -194,7 +194,9 @@ def _estimate_model(
         llm.model, llm.provider, counter.label, counter.exact, counter.note,
         llm.min_cacheable_tokens, price,
     )  # fmt: skip
-    plan = plan_requests(pairs, llm, cache, PlanOptions.from_settings(settings))
+    plan = plan_requests(
+        pairs, llm, cache, PlanOptions.from_settings(settings.llm, settings.split.encoding)
+    )
     accounts: dict[str, DocumentCost] = {}
     for document, chunks in pairs:
         tokens = count_tokens(document.text, counter.encoding)
@@ -203,13 +205,13 @@ def _estimate_model(
     result.chunks_answered = len(plan.answered)
     result.chunks_deduplicated = sum(planned.duplicates for planned in plan.planned)
     groups = [PromptGroup([r.request for r in u.requests], u.sent.cache) for u in plan.units]
-    result.batch_run = settings.llm_batch
+    result.batch_run = settings.llm.llm_batch
     for unit, prompt in zip(plan.units, counter.prompt_usages(groups), strict=True):
         # Output: the assumed context per chunk, and the answer's JSON framing per chunk.
         output = sum((out + r.framing) * len(r.chunks) for r in unit.requests)
         _charge(result, accounts, unit, prompt + Usage(output_tokens=output))
     for account in accounts.values():
-        account.dollars = price.cost(account.usage, settings.llm_batch)
+        account.dollars = price.cost(account.usage, settings.llm.llm_batch)
     result.documents = list(accounts.values())
     return result
 
@@ -242,7 +244,7 @@ def _embedding(
     embedder: str,
 ) -> None:
     """Every chunk of a document to (re)index is embedded with its context (`out` tokens)."""
-    count: Callable[[str], int] = functools.partial(count_tokens, encoding=settings.encoding)
+    count: Callable[[str], int] = functools.partial(count_tokens, encoding=settings.split.encoding)
     for _, chunks in pairs:
         for chunk in chunks:
             bare = ContextualChunk(chunk, "", "llm").indexed_text()

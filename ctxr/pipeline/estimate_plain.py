@@ -47,7 +47,7 @@ class PlainRun:
 
 
 def plain_kind(settings: Settings) -> ContextKind:
-    return "none" if settings.context == "none" else "outline"
+    return "none" if settings.llm.context == "none" else "outline"
 
 
 def plain_recipe(settings: Settings, chunker_name: str) -> str:
@@ -69,7 +69,7 @@ def plain_run(
         situated = situate(document, chunks(document.doc_id), kind)
         run.chunks += len(situated)
         run.embedding_tokens += sum(
-            count_tokens(c.indexed_text(), settings.encoding) for c in situated
+            count_tokens(c.indexed_text(), settings.split.encoding) for c in situated
         )
     run.embedding_dollars = 0.0 if embedder.startswith(("onnx:", "fake:")) else None
     return run

@@ -27,10 +27,13 @@ SPLIT_PHASE = "split"  # the progress phase: one step a document
 
 def document_terms(document: Document, settings: Settings, analyzer: Bm25Analyzer) -> int:
     """BM25 terms of the whole document if it gets a document vector, else 0."""
-    def count(text: str) -> int:
-        return count_tokens(text, settings.encoding)
 
-    if not carries_document_vector(document.kind, document.text, settings.doc_bm25_tokens, count):
+    def count(text: str) -> int:
+        return count_tokens(text, settings.split.encoding)
+
+    if not carries_document_vector(
+        document.kind, document.text, settings.store.doc_bm25_tokens, count
+    ):
         return 0
     return len(analyzer.terms(document.text))
 
@@ -62,7 +65,9 @@ def prepare(
     cache_dir = components.cache_dir(settings)
     with report.timed("contexts"):
         try:
-            run = situate_all(pairs, settings, plan, index_dir, cache_dir, progress)
+            run = situate_all(
+                pairs, settings.llm, settings.split.encoding, plan, index_dir, cache_dir, progress
+            )
         except ContextsInterrupted as stopped:
             report.contexts = stopped.ledger  # what was paid for, for the interrupt's summary
             raise

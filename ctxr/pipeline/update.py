@@ -57,8 +57,8 @@ def update_index(
         files: list[Path] = []
         for root, path in targets:
             for item in walk_changed(
-                root, [path], settings.max_file_bytes,
-                follow_links=settings.follow_links, roots=roots,
+                root, [path], settings.corpus.max_file_bytes,
+                follow_links=settings.corpus.follow_links, roots=roots,
             ):  # fmt: skip
                 if isinstance(item, Skipped):
                     report.skipped.append(item)

@@ -112,8 +112,8 @@ def write(
     avg_len = (sum(e.terms for e in kept) + sum(new_counts)) / max(total_chunks, 1)
     whole = _document_lengths(prepared, kept, manifest, report)
     context = _Context(store, embedder, analyzer, components.bm25_params(settings), avg_len,
-                       settings.context_position == "before",
-                       settings.split_identifiers, whole)  # fmt: skip
+                       settings.embed.context_position == "before",
+                       settings.embed.split_identifiers, whole)  # fmt: skip
     progress.start(EMBED_PHASE, len(new_counts))
     for batch in _batches(prepared, WRITE_BATCH_CHUNKS):
         _write_batch(batch, manifest, context, recipe, report, progress)
@@ -152,7 +152,7 @@ def truncation_notice(
     )
     if own_chunker:
         return head + "They come from the chunker this run was given: make its chunks smaller."
-    if not settings.cap_to_embedder:
+    if not settings.split.cap_to_embedder:
         return head + (
             "CTXR_CAP_TO_EMBEDDER=false keeps chunks the embedder truncates: set it to true "
             "to split them"

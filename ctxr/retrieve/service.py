@@ -54,7 +54,7 @@ class SearchService:
         self._analyzer = components.make_analyzer(settings)
         self._check_compatible()
         # Lent by the process's one open shard of this index (`ctxr.retrieve.shared`).
-        self._store = open_store(settings, self.index_dir, self.manifest.settings.dim)
+        self._store = open_store(settings.store, self.index_dir, self.manifest.settings.dim)
         self._closed = False
         try:  # a damaged shard is named now, not by a traceback in the first search
             integrity.check(self._store, self.manifest, self.index_dir, integrity.OPEN_SAMPLE)
@@ -62,8 +62,10 @@ class SearchService:
             close_store(self._store)
             raise
         self._rerankers: dict[str, reranking.Reranker] = {}
-        self._fusion = FusionParams(settings.rrf_k, settings.weighted_k, settings.fusion_weights,
-                                    settings.doc_bm25_weight)  # fmt: skip
+        search = settings.search
+        self._fusion = FusionParams(
+            search.rrf_k, search.weighted_k, search.fusion_weights, search.doc_bm25_weight
+        )
         self.adopt_manifest(self.manifest)
         self._rerankers_lock = threading.Lock()
 
@@ -91,7 +93,7 @@ class SearchService:
         # Queries read as the documents were embedded: split where code was embedded split.
         self._split_queries = any(e.split_identifiers for e in manifest.documents.values())
         # An index made before document vectors is searched with two rankings, as before.
-        self._documents = manifest.document_vectors and self.settings.doc_ranking != "off"
+        self._documents = manifest.document_vectors and self.settings.search.doc_ranking != "off"
 
     def __enter__(self) -> SearchService:
         return self
@@ -143,16 +145,16 @@ class SearchService:
                 f"the index at {self.index_dir} has no whole-document BM25 (it was made before "
                 "it); re-index with --rebuild to get it"
             )
-        fusion = options.fusion or self.settings.fusion
-        window = options.candidates or self.settings.candidates
+        fusion = options.fusion or self.settings.search.fusion
+        window = options.candidates or self.settings.search.candidates
         depth = max(window, k)
-        top = max(k, self.settings.rerank_candidates) if reranker else k
+        top = max(k, self.settings.search.rerank_candidates) if reranker else k
         retrieved = self.retrieve(queries, mode, depth, where)
         # More hits than candidates fetch deeper, but DBSF still normalises each ranking over
         # its first `candidates` scores: the retrievers keep the balance a default search has
         # (`ctxr.retrieve.fusion`).
         params = replace(self._fusion, window=window)
-        landing = self.settings.doc_ranking
+        landing = self.settings.search.doc_ranking
         results = [fuse_records(r, top, fusion, params, landing) for r in retrieved]
         if reranker is not None:
             results = [reranker.rerank(q, h, k).hits for q, h in zip(queries, results, strict=True)]
@@ -168,7 +170,7 @@ class SearchService:
 
     def reranker(self, name: str | None) -> reranking.Reranker | None:
         """The reranker `name` asks for (None: the configured one), made once per service."""
-        chosen = rerank_registry.resolve(name, self.settings)
+        chosen = rerank_registry.resolve(name, self.settings.search)
         if chosen is None:
             return None
         with self._rerankers_lock:

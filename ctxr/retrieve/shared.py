@@ -22,7 +22,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from ctxr.config import Settings
+from ctxr.config import StoreSettings
 from ctxr.index.store import factory as store_factory
 from ctxr.index.store.base import Store
 
@@ -49,18 +49,18 @@ def _identity(index_dir: Path) -> Identity:
     return (st.st_dev, st.st_ino)
 
 
-def open_store(settings: Settings, index_dir: Path, dim: int | None = None) -> Store:
+def open_store(config: StoreSettings, index_dir: Path, dim: int | None = None) -> Store:
     """The index's store, opened now or lent from the service that opened it; give it back
     with `close_store`."""
-    if settings.qdrant_url:
-        return store_factory.open_store(settings, index_dir, dim)
+    if config.qdrant_url:
+        return store_factory.open_store(config, index_dir, dim)
     key = index_dir.resolve()
     with _lock:  # opening is a second at most; two opens of one index must not race
         lease = _current.get(key)
         if lease is not None and lease.identity == _identity(key):
             lease.users += 1
             return lease.store
-        store = store_factory.open_store(settings, index_dir, dim)
+        store = store_factory.open_store(config, index_dir, dim)
         lease = _Lease(store, _identity(key))
         _current[key] = lease
         _leased[id(store)] = lease

@@ -17,7 +17,7 @@ import importlib
 import inspect
 import re
 import types
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, Literal, Union, get_args, get_origin
 
@@ -71,9 +71,9 @@ def _param_help(param: click.Parameter) -> str:
     if text := getattr(param, "help", None):
         return str(text)
     # An option without help of its own that sets a setting says what the setting does.
-    from ctxr.config import Settings
+    from ctxr.config import setting_fields
 
-    field = Settings.model_fields.get(param.name or "")
+    field = setting_fields().get(param.name or "")
     if field is not None and field.description:
         return f"{field.description} [CTXR_{(param.name or '').upper()}]"
     return ""
@@ -212,16 +212,17 @@ def _impact(name: str, recipe: set[str], recorded: set[str]) -> str:
 
 
 def _settings_rows(
-    model: type[BaseModel], prefix: str, recipe: set[str], recorded: set[str]
+    model: type[BaseModel],
+    prefix: str,
+    recipe: set[str],
+    recorded: set[str],
+    skip: set[str] | frozenset[str] = frozenset(),
 ) -> Iterator[tuple[str, str, str, str, str, str]]:
     comments = env_comments()
     for name, field in model.model_fields.items():
-        annotation = field.annotation
-        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-            # A group of settings: its fields keep their own CTXR_* names.
-            inner = annotation.model_config.get("env_prefix", prefix)
-            yield from _settings_rows(annotation, str(inner), recipe, recorded)
+        if name in skip:  # a group, given its own table
             continue
+        annotation = field.annotation
         alias = field.validation_alias
         if isinstance(alias, str):
             env = alias.upper()
@@ -239,21 +240,31 @@ def _settings_rows(
 
 
 def settings_reference() -> str:
-    """Markdown for every `CTXR_*` setting of `ctxr.config.Settings`, in the class's order."""
-    from ctxr.config import Settings
+    """Markdown for every `CTXR_*` setting of `ctxr.config.Settings`: where the index lives,
+    then one table per group (`settings.split`, `settings.llm`, ...), in the classes' order."""
+    from ctxr.config import GROUPS, Settings
 
     recipe = _fields_read_by("ctxr.pipeline.recipe")
     recorded = _fields_read_by("ctxr.index.components", "index_settings")
     prefix = str(Settings.model_config.get("env_prefix", "CTXR_"))
-    lines = [
+    header = [
         "| variable | type | default | what it does | changing it |",
         "|---|---|---|---|---|",
     ]
-    for env, name, type_name, default, what, impact in _settings_rows(
-        Settings, prefix, recipe, recorded
-    ):
-        lines.append(f"| `{env}`<br>`{name}` | {type_name} | {default} | {what} | {impact} |")
-    return "\n".join(lines) + "\n"
+
+    def table(model: type[BaseModel], skip: Iterable[str] = ()) -> list[str]:
+        rows = list(header)
+        for env, name, type_name, default, what, impact in _settings_rows(
+            model, prefix, recipe, recorded, skip=set(skip)
+        ):
+            rows.append(f"| `{env}`<br>`{name}` | {type_name} | {default} | {what} | {impact} |")
+        return rows
+
+    lines = ["### Where the index lives", "", *table(Settings, skip=GROUPS), ""]
+    for group, model in GROUPS.items():
+        doc = inspect.cleandoc(model.__doc__ or "")
+        lines += [f"### `settings.{group}`", "", doc, "", *table(model), ""]
+    return "\n".join(lines)
 
 
 # --- the MkDocs hook -----------------------------------------------------------------------

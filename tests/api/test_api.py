@@ -219,7 +219,7 @@ class TestInProcess:
         assert all(TOKEN not in r.getMessage() and "LUM-E310" not in r.getMessage()
                    for r in caplog.records)  # fmt: skip
         caplog.clear()
-        monkeypatch.setattr(client.app.state.holder.settings, "api_log_queries", True)  # type: ignore[attr-defined]
+        monkeypatch.setattr(client.app.state.holder.settings.api, "api_log_queries", True)  # type: ignore[attr-defined]
         client.post("/search", headers=AUTH, json={"query": QUERY, "k": 1})
         assert _access_lines(caplog)[0]["query_text"] == [QUERY]
 

@@ -5,7 +5,7 @@ is refused naming it, and a server killed with SIGKILL leaves a stale file that 
 Before, a running `ctxr serve` made every other command on its index fail ("in use by another
 ctxr process"). The corpus is two small files and the embedder the embedded default (with the
 session's embedding cache); waits poll with generous deadlines and assert only that the thing
-happens, never how fast (the delay is printed, and measured in bench/watch_delay.py).
+happens, never how fast (the delay is printed, and measured in bench/speed/watch_delay.py).
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ DEADLINE = 60.0  # seconds any awaited condition may take on a loaded machine
 
 @contextmanager
 def _running(settings: Settings, app: Any) -> Iterator[int]:
-    server = uvicorn.Server(server_config(settings, app, "127.0.0.1", 0))
+    server = uvicorn.Server(server_config(settings.api, app, "127.0.0.1", 0))
     server.config.log_level = "warning"
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

@@ -22,7 +22,7 @@ TIMEOUT = 0.5  # the server's header timeout in these tests
 @pytest.fixture
 def port(tmp_path: Path) -> Iterator[int]:
     settings = load_settings(index_dir=tmp_path / "none", api_header_timeout=TIMEOUT)
-    server = uvicorn.Server(server_config(settings, create_app(settings), "127.0.0.1", 0))
+    server = uvicorn.Server(server_config(settings.api, create_app(settings), "127.0.0.1", 0))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30

@@ -312,11 +312,11 @@ def test_a_local_server_waits_longer_unless_a_timeout_is_set(
 ) -> None:
     monkeypatch.delenv("CTXR_LLM_TIMEOUT", raising=False)
     defaults = load_settings()
-    assert llm_timeout(defaults, "http://127.0.0.1:8080/v1") == LOCAL_TIMEOUT_SECONDS == 600
-    assert llm_timeout(defaults, "https://api.openai.com/v1") == 60
-    assert llm_timeout(defaults, None) == 60
+    assert llm_timeout(defaults.llm, "http://127.0.0.1:8080/v1") == LOCAL_TIMEOUT_SECONDS == 600
+    assert llm_timeout(defaults.llm, "https://api.openai.com/v1") == 60
+    assert llm_timeout(defaults.llm, None) == 60
     monkeypatch.setenv("CTXR_LLM_TIMEOUT", "45")
-    assert llm_timeout(load_settings(), "http://localhost:11434/v1") == 45
+    assert llm_timeout(load_settings().llm, "http://localhost:11434/v1") == 45
 
 
 def test_a_timed_out_chunk_names_the_timeout_setting(

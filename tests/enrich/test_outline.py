@@ -31,7 +31,7 @@ def test_title_equal_to_file_name_is_said_once() -> None:
 
 
 def test_code_is_situated_by_path_and_symbol_not_language() -> None:
-    # The language part was measured to hurt on the code set (bench/outline_parts.py).
+    # The language part was measured to hurt on the code set (bench/quality/outline_parts.py).
     doc = _doc("lumen/thumbnails.py", "thumbnails.py", kind="code", language="python")
     assert outline_context(doc, _chunk(doc)) == "From lumen/thumbnails.py."
     assert outline_context(doc, _chunk(doc, ("Thumbnailer", "resize"))) == (

@@ -151,7 +151,7 @@ def test_the_truncation_notice_names_what_made_the_chunks(tmp_path: Path) -> Non
                       count_tokens(text))]  # fmt: skip
 
     doc = make_doc(body * 3, "text")
-    own = index_documents([doc], settings.model_copy(update={"index_dir": tmp_path / "own"}),
+    own = index_documents([doc], settings.replace(index_dir=tmp_path / "own"),
                           chunker=whole, chunker_name="whole", embedder=embedder)  # fmt: skip
     [notice] = [n for n in own.notices if "exceed the embedder" in n]
     assert "the chunker this run was given" in notice
@@ -165,8 +165,8 @@ def test_per_kind_budgets() -> None:
     assert max(c.token_count for c in chunker(code)) <= 40
     assert max(c.token_count for c in chunker(prose)) > 40
     assert chunker(prose) == split_document(prose, max_tokens=200)
-    assert settings.chunk_tokens_for("code") == 40
-    assert settings.chunk_tokens_for("markdown") == 200
+    assert settings.split.chunk_tokens_for("code") == 40
+    assert settings.split.chunk_tokens_for("markdown") == 200
 
 
 @pytest.mark.parametrize(
@@ -182,7 +182,7 @@ def test_recipe_changes_only_when_set(tmp_path: Path) -> None:
 
     def recipe(**extra: object) -> str:
         settings = load_settings(**base, **extra)
-        return document_recipe(settings, resolve_context(settings), "split")
+        return document_recipe(settings, resolve_context(settings.llm), "split")
 
     default = recipe()
     assert recipe(chunk_tokens_by_kind="") == default

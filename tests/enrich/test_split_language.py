@@ -152,7 +152,7 @@ def test_under_minilm_no_chunk_exceeds_its_input_nor_grows_in_number(
 ) -> None:
     doc = make_doc(prose(lang))
     settings = load_settings(chunk_tokens=200)
-    limit = minilm.max_tokens - settings.context_reserve_tokens
+    limit = minilm.max_tokens - settings.split.context_reserve_tokens
     size = embedded_size(minilm.count_tokens)
     on = default_chunker(settings, minilm)(doc)
     off = default_chunker(load_settings(chunk_tokens=200, language_budgets=False), minilm)(doc)

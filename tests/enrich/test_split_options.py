@@ -181,7 +181,7 @@ def test_settings_pick_the_chunker_and_shape_the_recipe(tmp_path: Path) -> None:
     assert default_chunker(structure)(doc) == split_document(doc, max_tokens=200)
     assert all(c.parent_end is not None for c in default_chunker(parent)(doc))
     assert len(default_chunker(semantic, HashEmbedder())(doc)) == 2
-    plan = resolve_context(structure)
+    plan = resolve_context(structure.llm)
     recipes = {document_recipe(s, plan, "split") for s in (structure, parent, semantic)}
     assert len(recipes) == 3
     other = load_settings(**base, chunking="parent", parent_tokens=800)

@@ -191,7 +191,9 @@ def test_beir_all_rows_end_to_end(tmp_path: Path, settings: Settings) -> None:
     for row in result.rows[:-1]:
         assert row.scores["recall@10"] == pytest.approx(1.0)  # 8 documents: all retrieved
         assert row.curve == sorted(row.curve) and len(row.curve) == 10
-        assert row.settings["candidates"] == settings.candidates and row.settings["hits"] == 30
+        assert (
+            row.settings["candidates"] == settings.search.candidates and row.settings["hits"] == 30
+        )
         assert row.settings["bm25_k1"] == 1.2
     assert by_name["hybrid:outline"].settings["fusion"] == "dbsf"
     assert by_name["hybrid:outline"].settings["rrf_k"] is None

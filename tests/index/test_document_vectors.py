@@ -189,7 +189,7 @@ def test_changing_the_bound_rewrites_the_documents(tmp_path: Path) -> None:
     short = [e for e in Manifest.load(tmp_path / "idx").documents.values()
              if e.source.endswith("short.md")]  # fmt: skip
     assert short[0].document_terms > 0  # the default bound (1,024 tokens)
-    off = settings.model_copy(update={"doc_bm25_tokens": 0})
+    off = settings.replace(doc_bm25_tokens=0)
     report = build_index([corpus], off, embedder=HashEmbedder())
     assert report.documents_indexed == 2
     assert all(e.document_terms == 0 for e in Manifest.load(tmp_path / "idx").documents.values())

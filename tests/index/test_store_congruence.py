@@ -339,16 +339,16 @@ def test_server_errors_name_the_url_and_the_fix_never_the_key(
     for url, fix in ((down, "docker run"), (unauthorized_url, "CTXR_QDRANT_API_KEY")):
         settings = load_settings(index_dir=tmp_path, qdrant_url=url, qdrant_api_key="sekrit-key")
         with pytest.raises(IndexError_) as caught:
-            store_factory.open_store(settings, tmp_path, DIM)
+            store_factory.open_store(settings.store, tmp_path, DIM)
         message = str(caught.value)
         assert url in message and fix in message and "sekrit" not in message
         assert "sekrit" not in repr(settings) and "sekrit" not in str(settings)
 
 
 def test_settings_choose_the_backend(tmp_path: Path) -> None:
-    assert load_settings(index_dir=tmp_path).qdrant_url is None
+    assert load_settings(index_dir=tmp_path).store.qdrant_url is None
     with pytest.raises(ConfigError, match="http"):
-        store_factory.open_store(load_settings(qdrant_url="localhost:6333"), tmp_path)
+        store_factory.open_store(load_settings(qdrant_url="localhost:6333").store, tmp_path)
 
 
 def test_server_rebuild_drops_and_recreates_the_collection(tmp_path: Path) -> None:

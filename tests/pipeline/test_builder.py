@@ -270,7 +270,7 @@ def test_context_position_orders_the_embedded_text_and_reindexes(tmp_path: Path)
     build_index([corpus], _hash_settings(tmp_path), embedder=before)
     assert before.seen[0].startswith("From Guide (") and before.seen[0].endswith("manager.")
     after = _Recording()
-    settings = _hash_settings(tmp_path).model_copy(update={"context_position": "after"})
+    settings = _hash_settings(tmp_path).replace(context_position="after")
     report = build_index([corpus], settings, embedder=after)
     assert report.documents_indexed == 1  # the embedded text changed: re-indexed
     assert after.seen[0].startswith("# Guide") and after.seen[0].endswith(".")
@@ -283,7 +283,7 @@ def test_hnsw_is_built_once_the_index_is_large_enough(tmp_path: Path) -> None:
     (corpus / "a.txt").write_text("Glaciers carve valleys over thousands of years.")
     small = build_index([corpus], _hash_settings(tmp_path), embedder=HashEmbedder())
     assert small.optimize_seconds == 0.0  # below CTXR_OPTIMIZE_MIN_POINTS: exact search
-    eager = _hash_settings(tmp_path).model_copy(update={"optimize_min_points": 1})
+    eager = _hash_settings(tmp_path).replace(optimize_min_points=1)
     (corpus / "b.txt").write_text("Tides follow the moon.")
     report = build_index([corpus], eager, embedder=HashEmbedder())
     assert report.optimize_seconds > 0.0

@@ -187,7 +187,7 @@ def test_claude_estimate_agrees_with_the_fake_ledger(
     assert billed.cache_write_tokens > 0 and billed.cache_read_tokens > 0
     for kind in ("input_tokens", "cache_write_tokens", "cache_read_tokens", "output_tokens"):
         assert _close(getattr(estimate.usage, kind), getattr(billed, kind)), kind
-    assert _close(estimate.dollars(), load_prices(settings.prices_file).cost(SONNET, billed))
+    assert _close(estimate.dollars(), load_prices(settings.llm.prices_file).cost(SONNET, billed))
 
     texts = {p.as_posix(): p.read_text() for p in corpus.iterdir()}
     ledger = _ledger_by_document(server, texts)
@@ -285,7 +285,7 @@ def test_grouped_estimate_agrees_with_the_run(
 ) -> None:
     server = fake_llm_factory(respond=_grouped_answer)
     corpus, settings = _setup(tmp_path, server, monkeypatch, provider, model)
-    grouped = settings.model_copy(update={"llm_group_size": 4})
+    grouped = settings.replace(llm_group_size=4)
     encoding = "cl100k_base" if provider == "anthropic" else "o200k_base"
     out = count_tokens(CONTEXT, encoding)
     per_chunk = _estimate(settings, corpus, model, output_tokens=out)
@@ -315,7 +315,7 @@ def test_an_answer_flagged_as_no_context_is_priced_as_still_to_ask(
 ) -> None:
     corpus, settings = _setup(tmp_path, fake_llm, monkeypatch, "openai", "gpt-4o-mini")
     fresh = _estimate(settings, corpus, "gpt-4o-mini")
-    documents = list(load_paths([corpus], settings.max_file_bytes, LoadTally()))
+    documents = list(load_paths([corpus], settings.corpus.max_file_bytes, LoadTally()))
     split = default_chunker(settings, HashEmbedder())
     # What older versions stored for an answer that was no context: the run asks again.
     with ResponseCache(components.cache_dir(settings) / "contexts") as cache:

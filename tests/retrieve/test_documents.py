@@ -85,7 +85,7 @@ def test_best_landing_follows_the_other_rankings_and_carrier_does_not(tmp_path: 
     assert len(landed) == len(rankings["bm25_doc"])  # one landed chunk per document found
     # Each lands on its document's best chunk of the two other rankings (DBSF of both):
     # the first of that document's chunks in their own fused order.
-    with SearchService(settings.model_copy(update={"doc_ranking": "off"}),
+    with SearchService(settings.replace(doc_ranking="off"),
                        embedder=HashEmbedder()) as service:  # fmt: skip
         two = service.search(QUERY, k=20)
     first_of: dict[str, str] = {}
@@ -93,7 +93,7 @@ def test_best_landing_follows_the_other_rankings_and_carrier_does_not(tmp_path: 
         first_of.setdefault(h.doc_id, h.chunk_id)
     for hit in landed:
         assert hit.chunk_id == first_of.get(hit.doc_id, hit.chunk_id)
-    carrier = settings.model_copy(update={"doc_ranking": "carrier"})
+    carrier = settings.replace(doc_ranking="carrier")
     with SearchService(carrier, embedder=HashEmbedder()) as service:
         hits = service.search(QUERY, k=20)
     carriers = {r.point_id for r in rankings["bm25_doc"]}
@@ -102,7 +102,7 @@ def test_best_landing_follows_the_other_rankings_and_carrier_does_not(tmp_path: 
 
 def test_off_chunk_filters_and_old_indexes_search_two_rankings(tmp_path: Path) -> None:
     settings = _index(tmp_path)
-    off = settings.model_copy(update={"doc_ranking": "off"})
+    off = settings.replace(doc_ranking="off")
     with SearchService(off, embedder=HashEmbedder()) as service:
         [rankings] = service.retrieve([QUERY], "hybrid", 20)
         assert set(rankings) == {"dense", "bm25"}
@@ -126,9 +126,9 @@ def test_off_chunk_filters_and_old_indexes_search_two_rankings(tmp_path: Path) -
 
 def test_document_weight_scales_its_share_of_the_fused_score(tmp_path: Path) -> None:
     settings = _index(tmp_path)
-    assert settings.doc_bm25_weight == 0.5  # the default, chosen on SciFact's train queries
-    full = settings.model_copy(update={"doc_bm25_weight": 1.0})
-    half = settings.model_copy(update={"doc_bm25_weight": 0.5})
+    assert settings.search.doc_bm25_weight == 0.5  # the default, chosen on SciFact's train queries
+    full = settings.replace(doc_bm25_weight=1.0)
+    half = settings.replace(doc_bm25_weight=0.5)
     with SearchService(full, embedder=HashEmbedder()) as service:
         full = service.search(QUERY, k=1, fusion="rrf")[0]
     with SearchService(half, embedder=HashEmbedder()) as service:

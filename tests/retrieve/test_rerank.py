@@ -100,9 +100,9 @@ def test_configured_reranker_is_the_default_and_none_turns_it_off(
         fused = svc.search(QUERY, k=10, rerank="none")
     assert _ids(reranked) == _ids(fused[::-1][:3])
     assert _ids(plain) == _ids(fused[:3]) and all("rerank" not in h.scores for h in plain)
-    assert resolve(None, settings) == "llm" and resolve("none", settings) is None
+    assert resolve(None, settings.search) == "llm" and resolve("none", settings.search) is None
     with pytest.raises(ConfigError, match="unknown reranker 'magic'"):
-        resolve("magic", settings)
+        resolve("magic", settings.search)
 
 
 def test_unparseable_answer_returns_the_fused_order_flagged(

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ctxr.config import Settings
+from ctxr.config import LLMSettings
 from ctxr.enrich.situate.batch import BatchOptions
 from ctxr.enrich.situate.batch_journal import JOURNAL_DIR
 from ctxr.enrich.situate.fit import Fit
@@ -81,25 +81,26 @@ class ContextRun:
     first_error: str | None = None  # why the first failed chunk failed, for the summary
 
 
-def resolve_context(settings: Settings, env: Mapping[str, str] | None = None) -> ContextPlan:
-    if settings.context in ("outline", "none"):
-        return ContextPlan(settings.context)
-    provider = choose_provider(settings.llm_provider, env)
+def resolve_context(llm_settings: LLMSettings, env: Mapping[str, str] | None = None) -> ContextPlan:
+    if llm_settings.context in ("outline", "none"):
+        return ContextPlan(llm_settings.context)
+    provider = choose_provider(llm_settings.llm_provider, env)
     if provider is None:
-        if settings.context == "llm":
+        if llm_settings.context == "llm":
             raise ConfigError(
                 "--context llm needs a provider: set ANTHROPIC_API_KEY (or ANTHROPIC_BASE_URL), "
                 "or OPENAI_API_KEY / OPENAI_BASE_URL for any OpenAI-compatible server, or "
                 "CTXR_LLM_PROVIDER; or use --context outline"
             )
         return ContextPlan("outline")
-    model = settings.llm_model or DEFAULT_MODELS[provider]
-    return ContextPlan("llm", provider, model, settings.llm_group_size)
+    model = llm_settings.llm_model or DEFAULT_MODELS[provider]
+    return ContextPlan("llm", provider, model, llm_settings.llm_group_size)
 
 
 def situate_all(
     pairs: Sequence[tuple[Document, list[Chunk]]],
-    settings: Settings,
+    llm_settings: LLMSettings,
+    encoding: str,
     plan: ContextPlan,
     index_dir: Path,
     cache_dir: Path,
@@ -114,18 +115,18 @@ def situate_all(
     llm = make_llm(
         plan.provider,
         plan.model,
-        timeout=llm_timeout(settings, base_url),
-        max_output_tokens=settings.llm_max_output_tokens,
+        timeout=llm_timeout(llm_settings, base_url),
+        max_output_tokens=llm_settings.llm_max_output_tokens,
     )
-    said = _server_limits(plan.provider, plan.model, base_url, settings, progress)
+    said = _server_limits(plan.provider, plan.model, base_url, llm_settings, progress)
     fit = None
     if said is not None and said.context_tokens is not None:
         fit = Fit(said.context_tokens, said.output_tokens)
-    concurrency = settings.llm_concurrency
-    if said is not None and said.slots and "llm_concurrency" not in settings.model_fields_set:
+    concurrency = llm_settings.llm_concurrency
+    if said is not None and said.slots and "llm_concurrency" not in llm_settings.model_fields_set:
         # More requests than slots only queue at the server, their deadlines running.
         concurrency = said.slots
-    prices = load_prices(settings.prices_file)
+    prices = load_prices(llm_settings.prices_file)
     if local and plan.model not in prices:
         # A server of the user's own bills nothing: one line, not the price table; the same
         # $0 entry the estimate prices with.
@@ -137,28 +138,28 @@ def situate_all(
     cost: Callable[..., float] | None = None
     try:
         prices.get(plan.model)
-        cost = functools.partial(prices.cost, plan.model, batch=settings.llm_batch)
+        cost = functools.partial(prices.cost, plan.model, batch=llm_settings.llm_batch)
     except ConfigError as exc:
         progress.note(f"dollars are not counted: {exc}")
     ledger = Ledger(ledger_path(index_dir), cost=cost)
     limits = RateLimits(
-        requests_per_minute=settings.llm_requests_per_minute,
-        input_tokens_per_minute=settings.llm_input_tokens_per_minute,
-        output_tokens_per_minute=settings.llm_output_tokens_per_minute,
+        requests_per_minute=llm_settings.llm_requests_per_minute,
+        input_tokens_per_minute=llm_settings.llm_input_tokens_per_minute,
+        output_tokens_per_minute=llm_settings.llm_output_tokens_per_minute,
         cache_reads_count=cache_reads_count(plan.provider),
         # Rate-limit headers saying nothing is left until later pause every sender at most
         # this long; a request refused after that with a longer retry-after ends the run's
         # sending (sender.py).
-        max_pause_seconds=settings.llm_max_retry_wait,
+        max_pause_seconds=llm_settings.llm_max_retry_wait,
     )
 
     batch = None
-    if settings.llm_batch:
-        poll = settings.llm_batch_poll_seconds
+    if llm_settings.llm_batch:
+        poll = llm_settings.llm_batch_poll_seconds
         batch = BatchOptions(journal_dir=index_dir / JOURNAL_DIR, poll_seconds=poll)
 
     # The planner's options, as the estimate takes them: it prices the plan this run sends.
-    options = PlanOptions.from_settings(settings, fit)
+    options = PlanOptions.from_settings(llm_settings, encoding, fit)
 
     async def run(cache: ResponseCache) -> dict[str, SituateResult]:
         try:
@@ -179,7 +180,7 @@ def situate_all(
                 batch=batch,
                 cache_ttl=options.cache_ttl,
                 pack_tokens=options.pack_tokens,
-                max_retry_wait=settings.llm_max_retry_wait,
+                max_retry_wait=llm_settings.llm_max_retry_wait,
                 fit=options.fit,
             )
         finally:
@@ -205,12 +206,12 @@ def situate_all(
     return ContextRun(situated, incomplete, ledger.summary(), first_error)
 
 
-def llm_timeout(settings: Settings, base_url: str | None) -> float:
+def llm_timeout(llm_settings: LLMSettings, base_url: str | None) -> float:
     """Seconds a request may take: CTXR_LLM_TIMEOUT when set; unset, longer for a local base
     URL, where a CPU server takes minutes that an API takes seconds for (`ctxr.llm.local`)."""
-    if is_local_url(base_url) and "llm_timeout" not in settings.model_fields_set:
+    if is_local_url(base_url) and "llm_timeout" not in llm_settings.model_fields_set:
         return LOCAL_TIMEOUT_SECONDS
-    return settings.llm_timeout
+    return llm_settings.llm_timeout
 
 
 def llm_url(llm: object) -> str:
@@ -219,14 +220,14 @@ def llm_url(llm: object) -> str:
 
 
 def _server_limits(
-    provider: str, model: str, base_url: str | None, settings: Settings, progress: Progress
+    provider: str, model: str, base_url: str | None, llm_settings: LLMSettings, progress: Progress
 ) -> ServerLimits | None:
     """The context window (and slots) the server reports, said in one line; None where it
     says none (a hosted API, a proxy) or CTXR_LLM_CONTEXT_TOKENS is set (it wins, see
     `PlanOptions`)."""
-    if settings.llm_context_tokens is not None:
+    if llm_settings.llm_context_tokens is not None:
         progress.note(
-            f"requests sized to a context window of {settings.llm_context_tokens} tokens "
+            f"requests sized to a context window of {llm_settings.llm_context_tokens} tokens "
             "(CTXR_LLM_CONTEXT_TOKENS)"
         )
         return None
@@ -237,7 +238,7 @@ def _server_limits(
         return None
     output = f", answers of at most {limits.output_tokens}" if limits.output_tokens else ""
     slots = ""
-    if limits.slots and "llm_concurrency" not in settings.model_fields_set:
+    if limits.slots and "llm_concurrency" not in llm_settings.model_fields_set:
         slots = f"; {limits.slots} requests at once, one a slot (CTXR_LLM_CONCURRENCY overrides)"
     progress.note(
         f"requests sized to the server's context window of {limits.context_tokens} tokens"

@@ -5,9 +5,10 @@ its symbol path). It costs nothing, is deterministic, and already carries the si
 contextual retrieval adds most often: which file and which section a passage belongs to.
 
 It does not name a code file's language. Measured on the code set with ctxr's chunks
-(`bench/outline_parts.py`, docs/explanation/evaluation.md): every chunk saying "python source"
-scored Pass@5/10/20 84.30 / 90.22 / 94.62, the same outline without it 85.14 / 91.77 / 95.33,
-and all five cross-validation folds picked leaving it out. The path's extension says it anyway.
+(`bench/quality/outline_parts.py`, docs/explanation/evaluation.md): every chunk saying
+"python source" scored Pass@5/10/20 84.30 / 90.22 / 94.62, the same outline without it
+85.14 / 91.77 / 95.33, and all five cross-validation folds picked leaving it out. The path's
+extension says it anyway.
 """
 
 from __future__ import annotations

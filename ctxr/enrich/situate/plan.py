@@ -39,7 +39,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from ctxr.config import Settings
+from ctxr.config import LLMSettings
 from ctxr.enrich.situate.fit import Fit
 from ctxr.enrich.situate.group import (
     GROUP_PROMPT_VERSION,
@@ -78,21 +78,23 @@ class PlanOptions:
     fit: Fit | None = None  # the server's window, where known: every request fits it
 
     @classmethod
-    def from_settings(cls, settings: Settings, fit: Fit | None = None) -> PlanOptions:
+    def from_settings(
+        cls, llm: LLMSettings, encoding: str, fit: Fit | None = None
+    ) -> PlanOptions:
         """The options a run with `settings` plans with; the estimate prices the same plan.
         `fit` is the window the server reported; CTXR_LLM_CONTEXT_TOKENS, when set, wins."""
-        if settings.llm_context_tokens is not None:
+        if llm.llm_context_tokens is not None:
             limit = fit.output_limit if fit is not None else None
-            fit = Fit(settings.llm_context_tokens, limit)
+            fit = Fit(llm.llm_context_tokens, limit)
         return cls(
-            count_tokens=functools.partial(count_tokens, encoding=settings.encoding),
+            count_tokens=functools.partial(count_tokens, encoding=encoding),
             render_document=document_part,
-            max_document_tokens=settings.max_document_tokens,
-            group_size=settings.llm_group_size,
-            context_tokens=settings.llm_max_output_tokens,
-            pack_tokens=settings.llm_pack_tokens,
+            max_document_tokens=llm.max_document_tokens,
+            group_size=llm.llm_group_size,
+            context_tokens=llm.llm_max_output_tokens,
+            pack_tokens=llm.llm_pack_tokens,
             # A batch may take longer than five minutes to reach a document's follow-ups.
-            cache_ttl="1h" if settings.llm_batch else "5m",
+            cache_ttl="1h" if llm.llm_batch else "5m",
             fit=fit,
         )
 

@@ -60,8 +60,9 @@ _MAX_DEPTH = 48
 #: A prefix's share of the budget (tokens), and the floor under which a chunk is merged into
 #: a neighbour, as a share of the budget. The prefix share was chosen by 5-fold
 #: cross-validation over the anthropic-codebase queries (every fold picked 1/16 among 1/16,
-#: 1/8, 1/4; bench/code_cv.py, docs/explanation/evaluation.md); the floor is the smallest of those
-#: tried (0, 1/4, 0.4) that keeps fewer than a tenth of the set's code chunks under 40 tokens.
+#: 1/8, 1/4; bench/quality/code_cv.py, docs/explanation/evaluation.md); the floor is the
+#: smallest of those tried (0, 1/4, 0.4) that keeps fewer than a tenth of the set's code chunks
+#: under 40 tokens.
 PREFIX_SHARE = 0.0625
 FLOOR_SHARE = 0.25
 PREFIX_MIN_TOKENS = 16  # room for one signature line even at a small budget

@@ -10,7 +10,7 @@ that (``ctxr.enrich.split.cap``), so with the local MiniLM (256 word pieces) CJK
 end at the cap, and with a long-input embedder they do not.
 
 ``INFLATION`` is tokens(language) / tokens(English) over the 2,009 parallel sentences of
-FLORES-200 dev + devtest, measured with ``bench/language_inflation.py --flores``. For
+FLORES-200 dev + devtest, measured with ``bench/quality/language_inflation.py --flores``. For
 cl100k_base it matches the premiums Petrov et al. published ("Language Model Tokenizers
 Introduce Unfairness Between Languages", NeurIPS 2023) within 0.03 on the issue's eleven
 languages; UDHR Articles 1-3 (tests/data/languages) give figures within ~15% of these.

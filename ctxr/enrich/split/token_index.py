@@ -47,7 +47,7 @@ TRUSTED_ENCODINGS |= {"o200k_base", "o200k_harmony"}
 
 # Texts of at least INDEX_MIN_CHARS get an index; spans of INDEXED_MIN_CHARS or more use it.
 # Shorter ones are encoded directly, which costs less than the lookups (measured with
-# bench/split_compare.py).
+# bench/peers/split_compare.py).
 INDEX_MIN_CHARS = 512
 INDEXED_MIN_CHARS = 32
 

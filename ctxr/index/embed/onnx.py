@@ -245,7 +245,7 @@ class OnnxEmbedder:
             # No memory pattern per input shape: batches are padded to their longest text, so a
             # run meets hundreds of shapes, and the plans kept for them grew with the corpus.
             # Off: peak RSS 412 MB against 600 for the same 1,280 texts, 1.1% slower
-            # (bench/embed_memory.py, docs/explanation/benchmarks.md).
+            # (bench/memory/embed_memory.py, docs/explanation/benchmarks.md).
             options.enable_mem_pattern = False
             try:
                 session = ort.InferenceSession(

@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ctxr.config import Settings
+from ctxr.config import StoreSettings
 from ctxr.errors import ConfigError, IndexInUseError
 from ctxr.index import owner
 from ctxr.index.store.base import Store
@@ -24,12 +24,12 @@ def shard_path(index_dir: Path) -> Path:
     return index_dir / SHARD_DIR
 
 
-def open_store(settings: Settings, index_dir: Path, dim: int | None = None) -> Store:
+def open_store(store: StoreSettings, index_dir: Path, dim: int | None = None) -> Store:
     """The index's existing store; `dim` (the manifest's) is checked where the backend can."""
-    if settings.qdrant_url:
-        return _server(settings, "open", dim)
+    if store.qdrant_url:
+        return _server(store, "open", dim)
     try:
-        return EdgeStore.open(shard_path(index_dir), settings.hnsw_ef)
+        return EdgeStore.open(shard_path(index_dir), store.hnsw_ef)
     except IndexInUseError as exc:
         served = owner.live_owner(index_dir)
         if served is None:
@@ -37,39 +37,39 @@ def open_store(settings: Settings, index_dir: Path, dim: int | None = None) -> S
         raise IndexInUseError(owner.owned_message(index_dir, served, "open it")) from exc
 
 
-def create_store(settings: Settings, index_dir: Path, dim: int) -> Store:
-    if settings.qdrant_url:
+def create_store(store: StoreSettings, index_dir: Path, dim: int) -> Store:
+    if store.qdrant_url:
         index_dir.mkdir(parents=True, exist_ok=True)  # the manifest still lives here
-        return _server(settings, "create", dim)
-    return EdgeStore.create(shard_path(index_dir), dim, settings.hnsw_ef)
+        return _server(store, "create", dim)
+    return EdgeStore.create(shard_path(index_dir), dim, store.hnsw_ef)
 
 
-def drop_store(settings: Settings, index_dir: Path) -> None:
+def drop_store(store: StoreSettings, index_dir: Path) -> None:
     """Delete the index's points for good (`--rebuild`): the shard dir or the collection."""
-    if not settings.qdrant_url:
+    if not store.qdrant_url:
         shutil.rmtree(shard_path(index_dir), ignore_errors=True)
         return
     _require_qdrant_client()
     from ctxr.index.store.server import QdrantServerStore
     from ctxr.index.store.server_client import connect, redact
 
-    client = connect(settings.qdrant_url, _api_key(settings))
+    client = connect(store.qdrant_url, _api_key(store))
     try:
-        QdrantServerStore.drop(client, settings.qdrant_collection, redact(settings.qdrant_url))
+        QdrantServerStore.drop(client, store.qdrant_collection, redact(store.qdrant_url))
     finally:
         client.close()
 
 
-def _server(settings: Settings, how: str, dim: int | None) -> QdrantServerStore:
-    assert settings.qdrant_url
+def _server(store: StoreSettings, how: str, dim: int | None) -> QdrantServerStore:
+    assert store.qdrant_url
     _require_qdrant_client()
     from ctxr.index.store.server import QdrantServerStore
     from ctxr.index.store.server_client import connect, redact
 
-    key = _api_key(settings)
-    client = connect(settings.qdrant_url, key)
-    where = redact(settings.qdrant_url)
-    name = settings.qdrant_collection
+    key = _api_key(store)
+    client = connect(store.qdrant_url, key)
+    where = redact(store.qdrant_url)
+    name = store.qdrant_collection
     try:
         if how == "create":
             assert dim is not None
@@ -77,14 +77,14 @@ def _server(settings: Settings, how: str, dim: int | None) -> QdrantServerStore:
                 client,
                 name,
                 dim,
-                shards=settings.qdrant_shards,
-                replicas=settings.qdrant_replicas,
+                shards=store.qdrant_shards,
+                replicas=store.qdrant_replicas,
                 where=where,
-                hnsw_ef=settings.hnsw_ef,
+                hnsw_ef=store.hnsw_ef,
                 secret=key,
             )
         return QdrantServerStore.open(
-            client, name, dim, where=where, hnsw_ef=settings.hnsw_ef, secret=key
+            client, name, dim, where=where, hnsw_ef=store.hnsw_ef, secret=key
         )
     except BaseException:
         client.close()
@@ -99,6 +99,6 @@ def _require_qdrant_client() -> None:
         )
 
 
-def _api_key(settings: Settings) -> str | None:
-    key = settings.qdrant_api_key
+def _api_key(store: StoreSettings) -> str | None:
+    key = store.qdrant_api_key
     return key.get_secret_value() if key is not None else None

@@ -18,7 +18,7 @@ from typing import Any, Final
 
 import numpy as np
 
-from ctxr.config import Settings
+from ctxr.config import SearchSettings
 from ctxr.errors import ConfigError
 from ctxr.retrieve.rerank.base import RerankResult, rerank_with
 from ctxr.types import Hit
@@ -80,8 +80,8 @@ class CrossEncoderReranker:
         self.path = path
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> CrossEncoderReranker:
-        return cls(model_files(settings.rerank_model_path)[0].parent, settings.embed_threads)
+    def from_settings(cls, search: SearchSettings, threads: int | None) -> CrossEncoderReranker:
+        return cls(model_files(search.rerank_model_path)[0].parent, threads)
 
     @property
     def name(self) -> str:

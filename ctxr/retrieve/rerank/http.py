@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from typing import Any, Final
 from urllib.parse import urlsplit
 
-from ctxr.config import Settings
+from ctxr.config import SearchSettings
 from ctxr.errors import ConfigError, RerankError
 from ctxr.llm.error_map import redact, safe_url, short
 from ctxr.retrieve.rerank.base import RerankResult, rerank_with
@@ -114,15 +114,15 @@ class HTTPReranker:
         self._timeout = timeout
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> HTTPReranker:
-        if not settings.rerank_url:
+    def from_settings(cls, search: SearchSettings) -> HTTPReranker:
+        if not search.rerank_url:
             raise ConfigError(
                 "the http reranker needs CTXR_RERANK_URL, a Cohere-compatible rerank endpoint "
                 "(e.g. https://api.cohere.com/v2/rerank), and usually CTXR_RERANK_API_KEY and "
                 "CTXR_RERANK_MODEL"
             )
-        key = settings.rerank_api_key.get_secret_value() if settings.rerank_api_key else None
-        return cls(settings.rerank_url, key, settings.rerank_model, settings.rerank_timeout)
+        key = search.rerank_api_key.get_secret_value() if search.rerank_api_key else None
+        return cls(search.rerank_url, key, search.rerank_model, search.rerank_timeout)
 
     @property
     def name(self) -> str:

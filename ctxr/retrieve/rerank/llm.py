@@ -18,7 +18,7 @@ import re
 from collections.abc import Sequence
 from typing import Final
 
-from ctxr.config import Settings
+from ctxr.config import LLMSettings
 from ctxr.errors import ConfigError, ProviderError, RerankError
 from ctxr.llm import registry
 from ctxr.llm.base import CompletionRequest
@@ -96,15 +96,15 @@ class LLMReranker:
         )
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> LLMReranker:
-        provider = registry.choose_provider(settings.llm_provider)
+    def from_settings(cls, llm: LLMSettings, timeout: float) -> LLMReranker:
+        provider = registry.choose_provider(llm.llm_provider)
         if provider is None:
             raise ConfigError(
                 "the llm reranker needs an LLM provider: set ANTHROPIC_API_KEY or "
                 "OPENAI_API_KEY (or ANTHROPIC_BASE_URL / OPENAI_BASE_URL for a local server), "
                 "or CTXR_LLM_PROVIDER"
             )
-        return cls(provider, settings.llm_model, timeout=settings.rerank_timeout)
+        return cls(provider, llm.llm_model, timeout=timeout)
 
     @property
     def name(self) -> str:

@@ -10,7 +10,7 @@ with the same requests/min limit (`RateLimits(requests_per_minute=...)`), a conc
 and no response cache, exactly as `ctxr index` calls it (`document_part` renders the prefix).
 
 ``--naive`` adds, for contrast, the scheme of Anthropic's reference notebook: every chunk of
-every document is handed to `llm.situate` at once (`asyncio.gather`, the same concurrency
+every document is sent at once (`asyncio.gather`, the same concurrency
 bound, the same client-side rate limiter, simple retries), so the chunks of one document race
 each other before the first cache write has completed.
 
@@ -20,12 +20,11 @@ never), the share of document tokens read from the cache against the theoretical
 achieved (chunks / wall time) against the limit, 429s and retries, and the wall time.
 
 The fake server lives in the repository's ``tests/fakes``; this script puts the repository's
-``tests`` directory on ``sys.path`` to import it (and the repository root, to run from a
-checkout without installing ctxr).
+``tests`` directory on ``sys.path`` to import it.
 
 Usage::
 
-    python bench/enrich_codebase.py [--models claude-sonnet-4-6,claude-haiku-4-5] [--naive]
+    python -m bench.cost.enrich_codebase [--models claude-sonnet-4-6,claude-haiku-4-5] [--naive]
         [--rpm 600] [--concurrency 16] [--limit-docs N] [--latency-scale 1.0]
         [--provider anthropic|openai]
 """
@@ -34,32 +33,32 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import platform
 import random
 import statistics
 import sys
-import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from bench.common.checkout import TESTS, data_dir
+from bench.common.measure import Span, load_line, machine, say
+from bench.common.measure import parser as cli
+
+sys.path.insert(0, str(TESTS))  # the test suite's fakes: `fakes.llm_server`
 
 from fakes.llm_faults import realistic_latency
 from fakes.llm_server import FakeLLMServer, RecordedRequest
 from fakes.llm_wire import count_text_tokens, prompt_parts
 
 from ctxr.enrich.situate.ledger import Ledger
-from ctxr.enrich.situate.prompt import PROMPT_VERSION, document_part
+from ctxr.enrich.situate.prompt import PROMPT_VERSION, SituateRequest, document_part
 from ctxr.enrich.situate.queue import situate_documents
 from ctxr.errors import ProviderError
-from ctxr.eval.datasets import default_data_dir, load_anthropic_codebase
+from ctxr.eval.datasets import load_anthropic_codebase
 from ctxr.eval.runner import given_chunker, to_documents
-from ctxr.llm.base import LLM, SituateRequest
+from ctxr.llm.base import LLM
 from ctxr.llm.cache_minimums import min_cacheable_tokens
 from ctxr.llm.ratelimit import RateLimiter, RateLimits
 from ctxr.llm.registry import make_llm
@@ -87,7 +86,7 @@ class Outcome:
 
 
 def load_pairs(limit_docs: int | None) -> Pairs:
-    dataset = load_anthropic_codebase(default_data_dir() / "anthropic-codebase")
+    dataset = load_anthropic_codebase(data_dir("anthropic-codebase"))
     documents = to_documents(dataset, "anthropic-codebase")
     chunker, _ = given_chunker(dataset, "cl100k_base")
     pairs = [(d, chunker(d)) for d in documents]
@@ -104,7 +103,7 @@ def short_reason(error: str) -> str:
 
 async def run_queue(llm: LLM, pairs: Pairs, limiter: RateLimiter, concurrency: int) -> Outcome:
     ledger = Ledger(None)
-    start = time.perf_counter()
+    span = Span()
     try:
         results = await situate_documents(
             pairs,
@@ -119,7 +118,7 @@ async def run_queue(llm: LLM, pairs: Pairs, limiter: RateLimiter, concurrency: i
         )
     finally:
         await llm.aclose()
-    wall = time.perf_counter() - start
+    wall = span.seconds
     assert len(results) == sum(len(chunks) for _, chunks in pairs)
     retries = Counter(short_reason(e) for _, e in ledger.retries)
     return Outcome(
@@ -147,7 +146,7 @@ async def run_naive(llm: LLM, pairs: Pairs, limiter: RateLimiter, concurrency: i
             async with slots:
                 await limiter.acquire(0, 0)
                 try:
-                    completion = await llm.situate(request)
+                    completion = await llm.complete(request.completion())
                 except ProviderError as exc:
                     if not exc.retryable or attempt == NAIVE_ATTEMPTS - 1:
                         failures += 1
@@ -161,7 +160,7 @@ async def run_naive(llm: LLM, pairs: Pairs, limiter: RateLimiter, concurrency: i
                     return
             await asyncio.sleep(wait)
 
-    start = time.perf_counter()
+    span = Span()
     try:
         await asyncio.gather(
             *(
@@ -172,7 +171,7 @@ async def run_naive(llm: LLM, pairs: Pairs, limiter: RateLimiter, concurrency: i
         )
     finally:
         await llm.aclose()
-    return Outcome("naive", llm.model, time.perf_counter() - start, [], retries, failures)
+    return Outcome("naive", llm.model, span.seconds, [], retries, failures)
 
 
 def run_once(args: argparse.Namespace, model: str, mode: str, pairs: Pairs) -> Outcome:
@@ -279,7 +278,7 @@ def report(args: argparse.Namespace, outcome: Outcome, pairs: Pairs, minimum: in
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = cli(__doc__)
     parser.add_argument("--provider", choices=("anthropic", "openai"), default="anthropic")
     parser.add_argument("--models", help="comma-separated; default by provider")
     parser.add_argument("--rpm", type=float, default=600.0, help="server and client limit")
@@ -292,18 +291,19 @@ def main(argv: Sequence[str] | None = None) -> None:
     pairs = load_pairs(args.limit_docs)
     models = (args.models or DEFAULT_MODELS[args.provider]).split(",")
     modes = ["naive"] if args.naive_only else ["queue", "naive"] if args.naive else ["queue"]
-    print(
-        f"machine: {platform.node()} {platform.machine()}, {os.cpu_count()} CPUs, "
-        f"Python {platform.python_version()}; rpm {args.rpm:g}, concurrency {args.concurrency}; "
-        f"latency realistic_latency(scale={args.latency_scale:g}): 0.3 s + 8 ms/output token + "
-        "20 us/uncached input token + 2 us/cached token"
+    say(
+        f"machine: {platform.node()}, {machine()}; rpm {args.rpm:g}, concurrency "
+        f"{args.concurrency}; latency realistic_latency(scale={args.latency_scale:g}): 0.3 s + "
+        "8 ms/output token + 20 us/uncached input token + 2 us/cached token"
     )
+    say(load_line("at start"))
     for model in models:
         minimum = min_cacheable_tokens(args.provider, model)
         for mode in modes:
             outcome = run_once(args, model, mode, pairs)
             report(args, outcome, pairs, minimum)
             sys.stdout.flush()
+    say(load_line("at end"))
 
 
 if __name__ == "__main__":

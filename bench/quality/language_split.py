@@ -12,7 +12,7 @@ sentences of devtest, five to a paragraph, the same sentences in every language;
 UDHR Articles 1-3 (tests/data/languages) repeated ``--repeat`` times (smaller and repetitive:
 good for a smoke run, not for figures). Counts only, nothing timed. Usage::
 
-    python bench/language_split.py [--flores DIR] [--sentences 200] [--langs en,ja,tr]
+    python -m bench.quality.language_split [--flores DIR] [--sentences 200] [--langs en,ja,tr]
 """
 
 from __future__ import annotations
@@ -22,15 +22,17 @@ import hashlib
 import json
 import os
 import statistics
+from collections.abc import Sequence
 from pathlib import Path
 
-from ctxr.config import Settings
+from bench.common.checkout import TESTS
+from bench.common.measure import parser as cli
+from ctxr.config import load_settings
 from ctxr.index import components
 from ctxr.pipeline.chunking import chunk_budget, default_chunker
 from ctxr.types import Document
 
-ROOT = Path(__file__).resolve().parent.parent
-UDHR = ROOT / "tests" / "data" / "languages" / "udhr_1_3.json"
+UDHR = TESTS / "data" / "languages" / "udhr_1_3.json"
 FLORES = {
     "en": "eng_Latn", "ja": "jpn_Jpan", "zh": "zho_Hans", "ko": "kor_Hang", "ru": "rus_Cyrl",
     "ar": "arb_Arab", "hi": "hin_Deva", "tr": "tur_Latn", "de": "deu_Latn", "fr": "fra_Latn",
@@ -53,29 +55,30 @@ def document(lang: str, text: str) -> Document:
     return Document(f"bench-{lang}", f"{lang}.txt", text, "text", lang, digest)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = cli(__doc__)
     parser.add_argument("--flores", type=Path)
     parser.add_argument("--sentences", type=int, default=200)
     parser.add_argument("--repeat", type=int, default=6)
     parser.add_argument("--langs", default=",".join(FLORES))
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     # The OpenAI embedder only counts here (tiktoken, offline); a key is required to build it.
     os.environ.setdefault("OPENAI_API_KEY", "bench-no-request-is-made")
     embedders = {
-        "MiniLM": components.make_embedder(Settings(embedder="local")),
-        "OpenAI": components.make_embedder(Settings(embedder="openai")),
+        "MiniLM": components.make_embedder(load_settings(embedder="local")),
+        "OpenAI": components.make_embedder(load_settings(embedder="openai")),
     }
-    print("| language | embedder | off: chunks, median / mean chars "
-          "| on: x inflation -> budget, chunks, "
-          "median / mean chars |")
+    print(
+        "| language | embedder | off: chunks, median / mean chars "
+        "| on: x inflation -> budget, chunks, median / mean chars |"
+    )
     print("|---|---|---|---|")
     for lang in args.langs.split(","):
         doc = document(lang, "\n\n".join(paragraphs(args, lang)))
         for name, embedder in embedders.items():
             cells = []
             for on in (False, True):
-                settings = Settings(language_budgets=on)
+                settings = load_settings(language_budgets=on)
                 chunks = default_chunker(settings, embedder)(doc)
                 chars = [len(c.text) for c in chunks]
                 median, mean = statistics.median(chars), statistics.mean(chars)

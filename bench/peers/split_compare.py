@@ -15,7 +15,7 @@ Corpus (real text that ships with the workspace):
 
 * code: the 90 source files of ``../shared/data/anthropic-codebase/codebase_chunks.json``
   (their ``content``); the JSON has no file names, so each file's language is the grammar
-  that parses it with the fewest error bytes (see ``guess_language``).
+  that parses it with the fewest error bytes (`bench.common.codebase.guess_language`).
 * prose: SciFact abstracts (``../shared/data/scifact/corpus.jsonl.gz``), title + abstract,
   grouped ``--abstracts-per-doc`` to a document with blank lines between them (a lone abstract
   is under the budget and would not be split at all), up to ``--prose-mb`` MB.
@@ -40,13 +40,12 @@ default 10% overlap, as a user gets it.
 Usage (the peers are benchmark-only: ``pip install -e '.[bench]'`` or
 ``pip install chonkie langchain-text-splitters``)::
 
-    python bench/split_compare.py [--runs 3] [--prose-mb 3] [--markdown-mb 3]
+    python -m bench.peers.split_compare [--runs 3] [--prose-mb 3] [--markdown-mb 3]
                                   [--kinds code,prose,markdown] [--no-profile]
 """
 
 from __future__ import annotations
 
-import argparse
 import cProfile
 import gzip
 import io
@@ -54,54 +53,23 @@ import json
 import os
 import platform
 import pstats
-import sys
-import time
 from collections import Counter
 from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError, version
-from pathlib import Path
 
 import tiktoken
-from tree_sitter import Node
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from ctxr.enrich.split import split_document  # noqa: E402
-from ctxr.enrich.split.code import CODE_SPLIT_LANGUAGES  # noqa: E402
-from ctxr.enrich.split.code_languages import parser_for  # noqa: E402
-from ctxr.tokens import get_encoding  # noqa: E402  (seeds tiktoken's cache offline)
-from ctxr.types import Document, text_hash  # noqa: E402
+from bench.common.checkout import REPO, data_dir
+from bench.common.codebase import documents, guess_language
+from bench.common.measure import Span, load_line, say, turns
+from bench.common.measure import parser as cli
+from ctxr.enrich.split import split_document
+from ctxr.enrich.split.code_languages import parser_for
+from ctxr.tokens import get_encoding  # (seeds tiktoken's cache offline)
+from ctxr.types import Document, text_hash
 
 BUDGET = 512
 ENCODING = "cl100k_base"
-DATA = ROOT.parent / "shared" / "data"
-
-
-def _error_bytes(node: Node) -> int:
-    """Bytes of the file that a grammar could only cover with ERROR or MISSING nodes."""
-    if node.is_error or node.is_missing:
-        return max(1, node.end_byte - node.start_byte)
-    if not node.has_error:
-        return 0
-    return sum(_error_bytes(child) for child in node.children)
-
-
-def guess_language(text: str) -> str:
-    """The language whose grammar parses ``text`` with the fewest error bytes.
-
-    ctxr routes languages by file extension; the JSON has none, and keyword markers misread
-    Rust as Python or C++ (``self.``, ``::``), which sends files through the wrong grammar's
-    error recovery (1-3 MB/s instead of 15-45). Parsing with every grammar is exact and is
-    not part of the timed runs.
-    """
-    raw = text.encode("utf-8")
-    errors: dict[str, int] = {}
-    for language in sorted(CODE_SPLIT_LANGUAGES):
-        parser = parser_for(language)
-        if parser is not None:
-            errors[language] = _error_bytes(parser.parse(raw).root_node)
-    return min(errors, key=lambda lang: errors[lang])
 
 
 def _doc(i: int, source: str, text: str, kind: str, language: str | None = None) -> Document:
@@ -112,10 +80,9 @@ def _doc(i: int, source: str, text: str, kind: str, language: str | None = None)
 
 
 def load_code() -> list[Document]:
-    rows = json.loads((DATA / "anthropic-codebase" / "codebase_chunks.json").read_text())
     return [
         _doc(i, row["doc_id"], row["content"], "code", guess_language(row["content"]))
-        for i, row in enumerate(rows)
+        for i, row in enumerate(documents())
     ]
 
 
@@ -123,7 +90,7 @@ def load_prose(max_mb: float, per_doc: int) -> list[Document]:
     docs: list[Document] = []
     group: list[str] = []
     size = 0
-    with gzip.open(DATA / "scifact" / "corpus.jsonl.gz", "rt", encoding="utf-8") as fh:
+    with gzip.open(data_dir("scifact") / "corpus.jsonl.gz", "rt", encoding="utf-8") as fh:
         for line in fh:
             row = json.loads(line)
             text = f"{row.get('title', '')}\n\n{row.get('text', '')}".strip()
@@ -140,9 +107,9 @@ def load_prose(max_mb: float, per_doc: int) -> list[Document]:
 
 
 def load_markdown(max_mb: float) -> tuple[list[Document], int, float]:
-    files = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")),
-             *sorted((ROOT / "examples" / "docs").glob("*.md"))]  # fmt: skip
-    texts = [(str(p.relative_to(ROOT)), p.read_text(encoding="utf-8")) for p in files]
+    files = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")),
+             *sorted((REPO / "examples" / "docs").glob("*.md"))]  # fmt: skip
+    texts = [(str(p.relative_to(REPO)), p.read_text(encoding="utf-8")) for p in files]
     once = sum(len(t.encode()) for _, t in texts) / 1e6
     docs: list[Document] = []
     size = 0.0
@@ -241,11 +208,10 @@ def measure(
     splitter per round) so that a slow spell of a shared machine hits them all alike."""
     chunks = {name: fn(docs) for name, fn in fns.items()}  # warm-up
     best = dict.fromkeys(fns, float("inf"))
-    for _ in range(runs):
-        for name, fn in fns.items():
-            t0 = time.perf_counter()
-            chunks[name] = fn(docs)
-            best[name] = min(best[name], time.perf_counter() - t0)
+    for _, name in turns(list(fns), runs):
+        with Span() as span:
+            chunks[name] = fns[name](docs)
+        best[name] = min(best[name], span.seconds)
     return {name: (best[name], chunks[name]) for name in fns}
 
 
@@ -274,7 +240,7 @@ def profile_ctxr(fn: Splitter, docs: list[Document], top: int) -> str:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = cli(__doc__)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--prose-mb", type=float, default=3.0)
     ap.add_argument("--markdown-mb", type=float, default=3.0)
@@ -294,8 +260,9 @@ def main() -> None:
     enc = get_encoding(ENCODING)
     splitters = make_splitters()
 
-    print(f"python {platform.python_version()} on {platform.machine()}, "
-          f"{os.cpu_count()} CPUs ({platform.processor() or platform.platform()})")  # fmt: skip
+    say(f"python {platform.python_version()} on {platform.machine()}, "
+        f"{os.cpu_count()} CPUs ({platform.processor() or platform.platform()})")  # fmt: skip
+    say(load_line("at start"))
     print("versions: " + ", ".join(
         f"{p} {_version(p)}" for p in ("ctxr", "chonkie", "chonkie-core",
                                       "langchain-text-splitters", "tiktoken")))  # fmt: skip
@@ -330,13 +297,12 @@ def main() -> None:
             counts = f"{n} | {over} ({worst})" if n else "- | -"
             print(f"| {kind} | {name} | {rate:.3f} | {ratio} | {counts} |")
 
-    if args.no_profile:
-        return
     for kind, rows in results.items():
         slower = [p for p in RECURSIVE_PEERS if rows[base][0] < rows[p][0]]
-        if slower:
+        if slower and not args.no_profile:
             print(f"\n## ctxr slower than {', '.join(slower)} on {kind}: cProfile of one pass")
             print(profile_ctxr(splitters[base], corpora[kind], args.profile_top))
+    say(load_line("at end"))
 
 
 if __name__ == "__main__":

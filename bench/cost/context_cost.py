@@ -2,7 +2,7 @@
 
 The 90 source files of ``../shared/data/anthropic-codebase`` are written out as files, each
 with the extension of the grammar that parses it best (the set has no file names; see
-``bench/split_compare.py``'s ``guess_language``), so ctxr splits them as code, and are
+`bench.common.codebase`), so ctxr splits them as code, and are
 indexed by `build_index` with ``--context llm``, ctxr's own splitter and queue, the real
 Anthropic (or OpenAI) SDK, against the loopback fake server of the test suite (prompt caching
 with each model's minimum cacheable size, usage as the provider reports it). Dense vectors come
@@ -19,50 +19,33 @@ for the same settings, made first, so the two can be compared.
 
 Usage::
 
-    python bench/context_cost.py [--model claude-haiku-4-5] [--groups 1,4,8,16]
+    python -m bench.cost.context_cost [--model claude-haiku-4-5] [--groups 1,4,8,16]
         [--data ../shared/data/anthropic-codebase] [--limit-docs N] [--pack-tokens 8000]
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import platform
 import sys
 import tempfile
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from bench.common.checkout import TESTS
+from bench.common.codebase import add_data_option, write_corpus
+from bench.common.measure import Span, load_line, machine, say
+from bench.common.measure import parser as cli
+
+sys.path.insert(0, str(TESTS))  # the test suite's fakes: `fakes.llm_server`
 
 from fakes.hash_embedder import HashEmbedder
 from fakes.llm_server import FakeLLMServer
-from split_compare import guess_language
 
 from ctxr.config import load_settings
 from ctxr.llm.pricing import load_prices
 from ctxr.pipeline.build import build_index
 from ctxr.pipeline.estimate import estimate_paths
-from ctxr.tokens import count_tokens
-
-DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "anthropic-codebase"
-EXTENSIONS = {"python": ".py", "rust": ".rs", "go": ".go", "javascript": ".js", "java": ".java",
-              "typescript": ".ts", "c": ".c", "cpp": ".cpp"}  # fmt: skip
-
-
-def write_corpus(data: Path, out: Path, limit: int | None) -> int:
-    """The documents as files; returns their cl100k token total."""
-    documents = json.loads((data / "codebase_chunks.json").read_text())[:limit]
-    out.mkdir(parents=True)
-    total = 0
-    for d in documents:
-        suffix = EXTENSIONS.get(guess_language(d["content"]), ".txt")
-        (out / f"{d['doc_id']}{suffix}").write_text(d["content"])
-        total += count_tokens(d["content"], "cl100k_base")
-    return total
 
 
 def run(
@@ -80,9 +63,8 @@ def run(
         llm_batch_poll_seconds=0.05,  # the fake ends a batch at its first status check
     )
     estimate = estimate_paths([corpus], settings, models=[model], embedder=HashEmbedder())
-    started = time.perf_counter()
-    report = build_index([corpus], settings, embedder=HashEmbedder())
-    wall = time.perf_counter() - started
+    with Span() as span:
+        report = build_index([corpus], settings, embedder=HashEmbedder())
     summary = report.contexts
     assert summary is not None
     return {
@@ -99,20 +81,21 @@ def run(
         "estimate_dollars": estimate.models[0].dollars(),
         "estimate_requests": estimate.models[0].requests,
         "cache_read_share": summary.cache_read_share,
-        "wall_s": wall,
+        "wall_s": span.seconds,
     }
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = cli(__doc__)
     parser.add_argument("--model", default="claude-haiku-4-5")
     parser.add_argument("--provider", choices=("anthropic", "openai"), default="anthropic")
     parser.add_argument("--groups", default="1,4,8,16")
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    add_data_option(parser)
     parser.add_argument("--limit-docs", type=int)
     parser.add_argument("--pack-tokens", type=int, default=8000, help="0: no packs")
     args = parser.parse_args(argv)
-    print(f"# {platform.platform()}, load average {os.getloadavg()[0]:.2f} at start")
+    say(f"# {platform.platform()}, {machine()}")
+    say(load_line("at start"))
     price = load_prices(None).get(args.model)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -141,7 +124,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                 f"{row['wall_s']:.1f}",
                 flush=True,
             )
-    print(f"# load average {os.getloadavg()[0]:.2f} at end")
+    say(load_line("at end"))
 
 
 if __name__ == "__main__":

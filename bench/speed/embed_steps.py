@@ -11,36 +11,29 @@ per turn, the ratios of the medians to one call, and the load average.
 
 Usage::
 
-    python bench/embed_steps.py [--texts 256] [--turns 3] [--data ../shared/data/anthropic-codebase]
+    python -m bench.speed.embed_steps [--texts 256] [--turns 3]
+        [--data ../shared/data/anthropic-codebase]
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
-import statistics
-import sys
-import time
-from pathlib import Path
+from collections.abc import Callable, Sequence
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
+from bench.common.codebase import add_data_option, documents
+from bench.common.measure import Span, load_line, ratio_table, say, turns
+from bench.common.measure import parser as cli
 from ctxr.index.embed.onnx import OnnxEmbedder
 from ctxr.pipeline.write import _embed_in_steps
 from ctxr.progress import NullProgress
 
-DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "anthropic-codebase"
 
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = cli(__doc__)
     parser.add_argument("--texts", type=int, default=256)
     parser.add_argument("--turns", type=int, default=3)
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    args = parser.parse_args()
-    documents = json.loads((args.data / "codebase_chunks.json").read_text())
-    texts = [c["content"] for d in documents for c in d["chunks"]][: args.texts]
+    add_data_option(parser)
+    args = parser.parse_args(argv)
+    texts = [c["content"] for d in documents(args.data) for c in d["chunks"]][: args.texts]
     embedder = OnnxEmbedder()
     embedder.embed(texts[:8])  # load the model outside the timings
     pieces = [embedder.count_tokens(t) for t in texts]
@@ -53,23 +46,21 @@ def main() -> None:
         for i in range(0, len(texts), 256):  # one write batch at a time, as ctxr index
             _embed_in_steps(embedder, texts[i : i + 256], pieces[i : i + 256], NullProgress())
 
-    runs = {"one call": lambda: calls(256), "steps": lambda: calls(64)}
-    runs["sorted steps"] = sorted_steps
-    times: dict[str, list[float]] = {name: [] for name in runs}
-    names = list(runs)
-    load_before = os.getloadavg()
-    for turn in range(args.turns):
-        for name in names[turn % 3 :] + names[: turn % 3]:  # each goes first in turn
-            started = time.perf_counter()
+    runs: dict[str, Callable[[], None]] = {
+        "one call": lambda: calls(256),
+        "steps": lambda: calls(64),
+        "sorted steps": sorted_steps,
+    }
+    say(load_line(f"at start; {len(texts)} texts"))
+    seconds: dict[str, list[float]] = {name: [] for name in runs}
+    for _, name in turns(list(runs), args.turns, rotate=True):
+        with Span() as span:
             runs[name]()
-            times[name].append(time.perf_counter() - started)
-    load_after = os.getloadavg()
-    base = statistics.median(times["one call"])
-    for name, seconds in times.items():
-        ratio = statistics.median(seconds) / base
-        print(f"{name:>12}: " + ", ".join(f"{s:.1f} s" for s in seconds) + f"  ({ratio:.3f}x)")
-    before, after = load_before[0], load_after[0]
-    print(f"{len(texts)} texts; load average before {before:.2f}, after {after:.2f}")
+        seconds[name].append(span.seconds)
+    for line in ratio_table(seconds, "one call", digits=1):
+        say(line)
+    say(load_line("at end"))
+
 
 if __name__ == "__main__":
     main()

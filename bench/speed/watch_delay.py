@@ -19,7 +19,7 @@ and after.
 
 Usage::
 
-    python bench/watch_delay.py [--trials 10] [--debounce 200] [--poll-ms 20]
+    python -m bench.speed.watch_delay [--trials 10] [--debounce 200] [--poll-ms 20]
         [--setups served,alone]
 """
 
@@ -33,7 +33,6 @@ import secrets
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -41,27 +40,24 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
+from bench.common.checkout import CTXR, EXAMPLES, REPO, child_env
+from bench.common.measure import Span, load_line, percentile, say
+from bench.common.measure import parser as cli
 from ctxr.config import load_settings
 from ctxr.errors import CtxrError
 from ctxr.index.owner import Owner, live_owner
 from ctxr.pipeline.build import build_index
 from ctxr.retrieve.service import SearchService
 
-ROOT = Path(__file__).resolve().parents[1]
 DEADLINE = 60.0
 _SECONDS = re.compile(r"removed; ([0-9.]+) s")
-_MAIN = "from ctxr.cli import main; main()"
 
 
 class Child:
     def __init__(self, args: list[str], cwd: Path) -> None:
-        script = Path(sys.executable).with_name("ctxr")
-        command = [str(script)] if script.exists() else [sys.executable, "-c", _MAIN]
         self.process = subprocess.Popen(
-            [*command, *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            text=True,
+            [*CTXR, *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            text=True, env=child_env(),
         )  # fmt: skip
         self.lines: list[str] = []
         threading.Thread(target=self._read, daemon=True).start()
@@ -80,12 +76,13 @@ class Child:
 
 
 def wait(check: Callable[[], bool], what: str, poll: float) -> float:
-    started = time.perf_counter()
+    """Seconds until `check` holds, looking every `poll` seconds."""
+    span = Span()
     while not check():
-        if time.perf_counter() - started > DEADLINE:
+        if span.seconds > DEADLINE:
             raise SystemExit(f"{what}: not within {DEADLINE} s")
         time.sleep(poll)
-    return time.perf_counter() - started
+    return span.seconds
 
 
 def served_probe(owner: Owner) -> Callable[[str], set[str]]:
@@ -155,34 +152,31 @@ def run_setup(setup: str, work: Path, args: argparse.Namespace) -> dict[str, lis
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = cli(__doc__)
     parser.add_argument("--trials", type=int, default=10)
     parser.add_argument("--debounce", type=int, default=200)
     parser.add_argument("--poll-ms", type=int, default=20)
     parser.add_argument("--setups", default="served,alone")
     args = parser.parse_args()
-    load_before = os.getloadavg()
+    say(load_line("at start"))
     work = Path(tempfile.mkdtemp(prefix="ctxr-watch-delay-"))
     try:
-        shutil.copytree(ROOT / "examples", work / "docs")
+        shutil.copytree(EXAMPLES, work / "docs")
         os.chdir(work)
         build_index(["docs"], load_settings(index_dir=work / "idx"))
         results = {s: run_setup(s, work, args) for s in args.setups.split(",")}
     finally:
-        os.chdir(ROOT)
+        os.chdir(REPO)
         shutil.rmtree(work, ignore_errors=True)
-    print(f"trials {args.trials}, debounce {args.debounce} ms, probe every {args.poll_ms} ms; "
-          f"load average {load_before[0]:.1f} before, {os.getloadavg()[0]:.1f} after")  # fmt: skip
-    print("| setup | event | n | median s | p90 s | max s |")
-    print("|---|---|---:|---:|---:|---:|")
+    say(f"trials {args.trials}, debounce {args.debounce} ms, probe every {args.poll_ms} ms")
+    say("| setup | event | n | median s | p90 s | max s |")
+    say("|---|---|---:|---:|---:|---:|")
     for setup, rows in results.items():
         for event, values in rows.items():
-            if not values:
-                continue
-            ordered = sorted(values)
-            p90 = ordered[min(len(ordered) - 1, round(0.9 * (len(ordered) - 1)))]
-            print(f"| {setup} | {event} | {len(values)} | {statistics.median(values):.2f} | "
-                  f"{p90:.2f} | {ordered[-1]:.2f} |")  # fmt: skip
+            if values:
+                say(f"| {setup} | {event} | {len(values)} | {statistics.median(values):.2f} | "
+                    f"{percentile(values, 0.9):.2f} | {max(values):.2f} |")  # fmt: skip
+    say(load_line("at end"))
 
 
 if __name__ == "__main__":

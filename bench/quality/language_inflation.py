@@ -18,19 +18,20 @@ Two parallel samples:
 Each text is encoded on its own with ``encode_ordinary`` (no special tokens), as the splitter
 counts. Nothing is timed: the figures are counts. Usage::
 
-    python bench/language_inflation.py [--flores DIR] [--emit]
+    python -m bench.quality.language_inflation [--flores DIR] [--emit]
 """
 
 from __future__ import annotations
 
-import argparse
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
+from bench.common.checkout import TESTS
+from bench.common.measure import parser as cli
 from ctxr.tokens import get_encoding
 
-ROOT = Path(__file__).resolve().parent.parent
-UDHR = ROOT / "tests" / "data" / "languages" / "udhr_1_3.json"
+UDHR = TESTS / "data" / "languages" / "udhr_1_3.json"
 ENCODINGS = ("cl100k_base", "o200k_base")
 
 # ISO 639-1 (py3langid's labels) -> FLORES-200 code. Serbian is left out: py3langid's "sr"
@@ -81,11 +82,11 @@ def flores_texts(root: Path) -> dict[str, list[str]]:
     return out
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = cli(__doc__)
     parser.add_argument("--flores", type=Path, help="FLORES-200 folder with dev/ and devtest/")
     parser.add_argument("--emit", action="store_true", help="print the table for the code")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     udhr: dict[str, list[str]] = json.loads(UDHR.read_text(encoding="utf-8"))["texts"]
     measured = {e: ratios(udhr, e) for e in ENCODINGS}
     flores = {e: ratios(flores_texts(args.flores), e) for e in ENCODINGS} if args.flores else {}

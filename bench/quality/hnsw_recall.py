@@ -1,11 +1,12 @@
 """HNSW recall against exact search on real embeddings, per `hnsw_ef`.
 
-What is real: the vectors. Chunk vectors are read back (``EdgeShard.scroll``, with vectors) from
-a SciFact index built by the evaluation harness (``ctxr eval``: SciFact's 5,183 abstracts split
-by ctxr at 200 tokens, no context, embedded with the local MiniLM); query vectors are SciFact's
-300 test claims embedded with the same MiniLM through the embedding cache. When no such index
-exists, one is built the same way (``index_documents`` into a temp dir; fast when the embedding
-cache is warm, about 45 chunks/s when it is not).
+What is real: the vectors. Chunk vectors are read back (``EdgeShard.scroll``, with vectors:
+`bench.common.stored_vectors`) from a SciFact index built by the evaluation harness (``ctxr
+eval``: SciFact's 5,183 abstracts split by ctxr at 200 tokens, no context, embedded with the
+local MiniLM); query vectors are SciFact's 300 test claims embedded with the same MiniLM
+through the embedding cache. When no such index exists, one is built the same way
+(``index_documents`` into a temp dir; fast when the embedding cache is warm, about 45 chunks/s
+when it is not).
 
 The recall shard is created by ``EdgeStore.create`` (ctxr's own config: dense + BM25 sparse,
 default HNSW m=16, ef_construct=100 and optimizer thresholds) and filled through
@@ -19,103 +20,52 @@ harder (less realistic) geometry for HNSW than real embeddings.
 
 Usage::
 
-    python bench/hnsw_recall.py [--index DIR] [--data DIR] [--ef 16 32 64 128 256 512]
+    python -m bench.quality.hnsw_recall [--index DIR] [--data DIR] [--ef 16 32 64 128 256 512]
 """
 
 from __future__ import annotations
 
-import argparse
-import os
-import platform
-import shutil
 import statistics
 import sys
 import tempfile
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 import qdrant_edge as qe
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
+from bench.common.checkout import data_dir
+from bench.common.measure import Span, load_line, machine, say, time_each
+from bench.common.measure import parser as cli
+from bench.common.stored_vectors import DEFAULT_INDEX, Matrix, StoredVectors, read_vectors
 from ctxr.config import load_settings
-from ctxr.eval.datasets import default_data_dir, load_beir
+from ctxr.eval.datasets import load_beir
 from ctxr.eval.runner import eval_cache_dir, to_documents
 from ctxr.index import components
-from ctxr.index.bm25.weights import SparseTerms
 from ctxr.index.embed.cache import CachedEmbedder
-from ctxr.index.store import factory as store_factory
-from ctxr.index.store.base import DENSE_VECTOR, SPARSE_VECTOR, StoredPoint
+from ctxr.index.store.base import DENSE_VECTOR, StoredPoint
 from ctxr.index.store.edge import EdgeStore
 from ctxr.pipeline.build import index_documents
 
-DEFAULT_INDEX = Path("/tmp/evalidx/scifact-ours200-none-bm25-1.2-0.75")
 EFS = (16, 32, 64, 128, 256, 512)
 K = 10
 TARGET = 0.99
 NOISE = 0.5
-Matrix = npt.NDArray[np.float32]
-
-
-@dataclass(frozen=True)
-class Corpus:
-    ids: list[str]
-    dense: Matrix
-    sparse: list[SparseTerms]
-
-
-def say(line: str) -> None:
-    print(line, flush=True)
-
-
-def read_index(index_dir: Path) -> Corpus:
-    """Every point's dense and sparse vector, read from a copy (the original may be in use)."""
-    with tempfile.TemporaryDirectory(prefix="ctxr-hnsw-src-") as tmp:
-        copy = Path(tmp) / "shard"
-        shutil.copytree(store_factory.shard_path(index_dir), copy)
-        shard = qe.EdgeShard.load(str(copy))
-        ids: list[str] = []
-        dense: list[list[float]] = []
-        sparse: list[SparseTerms] = []
-        offset = None
-        try:
-            while True:
-                request = qe.ScrollRequest(
-                    offset=offset, limit=2000, with_payload=False, with_vector=True
-                )
-                records, offset = shard.scroll(request)
-                for record in records:
-                    vectors: Any = record.vector  # {name: list[float] | SparseVector}
-                    ids.append(str(record.id))
-                    dense.append(vectors[DENSE_VECTOR])
-                    sv = vectors[SPARSE_VECTOR]
-                    sparse.append(SparseTerms(list(sv.indices), list(sv.values)))
-                if offset is None:
-                    break
-        finally:
-            shard.close()
-    return Corpus(ids, np.asarray(dense, dtype=np.float32), sparse)
 
 
 def build_eval_index(data: Path, index_dir: Path) -> None:
     """The SciFact index as `ctxr eval` builds it (ctxr chunks, no context, cached embeddings)."""
-    base = load_settings()
-    settings = base.model_copy(
-        update={"index_dir": index_dir, "context": "none", "cache_dir": eval_cache_dir(base)}
-    )
+    cache_dir = eval_cache_dir(load_settings())
+    settings = load_settings(index_dir=index_dir, context="none", cache_dir=cache_dir)
     documents = to_documents(load_beir(data), "beir")
     say(f"building a SciFact index at {index_dir} ({len(documents):,} documents)...")
     index_documents(documents, settings, chunker_name="eval-ours")
 
 
 def embed_queries(data: Path) -> tuple[list[str], Matrix]:
-    base = load_settings()
-    settings = base.model_copy(update={"cache_dir": eval_cache_dir(base)})
+    settings = load_settings(cache_dir=eval_cache_dir(load_settings()))
     texts = [q.text for q in load_beir(data).queries]
     embedder = components.make_embedder(settings, cached=True)  # where `ctxr eval` caches
     assert isinstance(embedder, CachedEmbedder)
@@ -127,7 +77,7 @@ def embed_queries(data: Path) -> tuple[list[str], Matrix]:
     return texts, vectors
 
 
-def add_synthetic(corpus: Corpus, total: int, seed: int) -> Corpus:
+def add_synthetic(corpus: StoredVectors, total: int, seed: int) -> StoredVectors:
     """Noisy copies of the real vectors up to `total` points: SYNTHETIC, see the docstring."""
     extra = total - len(corpus.ids)
     if extra <= 0:
@@ -141,10 +91,10 @@ def add_synthetic(corpus: Corpus, total: int, seed: int) -> Corpus:
     rows /= np.linalg.norm(rows, axis=1, keepdims=True)
     ids = corpus.ids + [f"00000000-0000-4000-8000-{i:012d}" for i in range(extra)]
     sparse = corpus.sparse + [corpus.sparse[i] for i in src]
-    return Corpus(ids, np.vstack([corpus.dense, rows]), sparse)
+    return StoredVectors(ids, np.vstack([corpus.dense, rows]), sparse)
 
 
-def fill(store: EdgeStore, corpus: Corpus, batch: int = 1000) -> None:
+def fill(store: EdgeStore, corpus: StoredVectors, batch: int = 1000) -> None:
     for start in range(0, len(corpus.ids), batch):
         stop = min(start + batch, len(corpus.ids))
         store.upsert(
@@ -194,53 +144,43 @@ def recall(truth: Sequence[Sequence[str]], got: Sequence[Sequence[str]], k: int)
 def measure(
     store: EdgeStore, ef: int, queries: Matrix, truth10: list[list[str]], truth50: list[list[str]]
 ) -> Row:
-    for q in queries[:20]:  # warm-up
-        store.query_dense(q.tolist(), K)
-    got10: list[list[str]] = []
-    seconds: list[float] = []
-    for q in queries:
-        t0 = time.perf_counter()
-        hits = store.query_dense(q.tolist(), K)
-        seconds.append(time.perf_counter() - t0)
-        got10.append([h.point_id for h in hits])
+    def top10(q: Any) -> list[str]:
+        return [h.point_id for h in store.query_dense(q.tolist(), K)]
+
+    timing, got10 = time_each(top10, queries, warm=queries[:20])
     got50 = [[h.point_id for h in store.query_dense(q.tolist(), 50)] for q in queries]
     r10 = recall(truth10, got10, K)
     r50 = recall(truth50, got50, 50)
-    ms = sorted(s * 1000 for s in seconds)
     return Row(
         ef=ef,
         recall10=statistics.fmean(r10),
         recall50=statistics.fmean(r50),
         perfect10=sum(r == 1.0 for r in r10) / len(r10),
         worst10=min(r10),
-        p50_ms=statistics.median(ms),
-        p95_ms=ms[min(len(ms) - 1, round(0.95 * (len(ms) - 1)))],
+        p50_ms=timing.p50,
+        p95_ms=timing.p95,
     )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0] if __doc__ else None)
+    parser = cli(__doc__)
     parser.add_argument("--index", type=Path, default=DEFAULT_INDEX, help="SciFact eval index")
     parser.add_argument("--data", type=Path, default=None, help="SciFact folder (BEIR layout)")
     parser.add_argument("--ef", type=int, nargs="+", default=list(EFS))
     parser.add_argument("--synthetic", type=int, default=0, help="pad to N points (SYNTHETIC)")
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args(argv)
-    data = args.data or default_data_dir() / "scifact"
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    say(
-        f"HNSW recall@{K} vs exact, real MiniLM embeddings of SciFact; {cores} cores, "
-        f"{platform.machine()}, Python {platform.python_version()}, qdrant-edge-py"
-    )
+    data = args.data or data_dir("scifact")
+    say(f"HNSW recall@{K} vs exact, real MiniLM embeddings of SciFact; {machine()}, qdrant-edge-py")
+    say(load_line("at start"))
     with tempfile.TemporaryDirectory(prefix="ctxr-hnsw-") as tmp:
         index_dir = args.index
         if not (index_dir / "manifest.json").exists():
             index_dir = Path(tmp) / "scifact"
             build_eval_index(data, index_dir)
-        t0 = time.perf_counter()
-        corpus = read_index(index_dir)
-        seconds = time.perf_counter() - t0
-        say(f"read {len(corpus.ids):,} chunk vectors from {index_dir} in {seconds:.1f} s")
+        with Span() as span:
+            corpus = read_vectors(index_dir)
+        say(f"read {len(corpus.ids):,} chunk vectors from {index_dir} in {span.seconds:.1f} s")
         real = len(corpus.ids)
         if args.synthetic:
             corpus = add_synthetic(corpus, args.synthetic, args.seed)
@@ -250,17 +190,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Sanity: Qdrant's exact search agrees with numpy's brute-force cosine.
         path = Path(tmp) / "recall-shard"
         store = EdgeStore.create(path, corpus.dense.shape[1])
-        t0 = time.perf_counter()
-        fill(store, corpus)
-        say(f"upserted {len(corpus.ids):,} points in {time.perf_counter() - t0:.1f} s")
+        with Span() as span:
+            fill(store, corpus)
+        say(f"upserted {len(corpus.ids):,} points in {span.seconds:.1f} s")
         info = store._shard.info()  # a bench may look inside
         say(
             f"before optimize: {info.segments_count} segments, indexed_vectors_count "
             f"{info.indexed_vectors_count:,} (the BM25 sparse index counts too)"
         )
-        t0 = time.perf_counter()
-        changed = store.optimize()
-        optimize_s = time.perf_counter() - t0
+        with Span() as span:
+            changed = store.optimize()
+        optimize_s = span.seconds
         info = store._shard.info()
         hnsw_built = info.indexed_vectors_count >= 2 * info.points_count
         say(
@@ -285,7 +225,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         finally:
             shard.close()
 
-    say("")
+    say()
     say(
         f"## HNSW vs exact, {len(corpus.ids):,} points ({real:,} real SciFact chunk vectors"
         + (f" + {len(corpus.ids) - real:,} SYNTHETIC" if len(corpus.ids) > real else "")
@@ -302,11 +242,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{r.worst10:.1f} | {r.p50_ms:.2f} | {r.p95_ms:.2f} |"
         )
     ok = [r.ef for r in rows if r.recall10 >= TARGET]
-    say("")
+    say()
     say(
         f"smallest ef with recall@{K} >= {TARGET}: {min(ok) if ok else 'none measured'}"
         f"; optimize() {optimize_s:.1f} s"
     )
+    say(load_line("at end"))
     return 0
 
 

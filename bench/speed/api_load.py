@@ -27,45 +27,40 @@ Latency model:
 
 Usage::
 
-    python bench/api_load.py [--seconds 10] [--clients 1,8,32]
+    python -m bench.speed.api_load [--seconds 10] [--clients 1,8,32]
         [--modes hybrid,hybrid+http,hybrid+llm,dense,bm25] [--k 10] [--index DIR]
         [--rerank-latency-ms 30,80] [--llm-latency-scale 1.0]
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import json
 import os
-import platform
 import random
 import re
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-# Runnable as `python bench/api_load.py` from a checkout without installing ctxr; tests/ for the
-# fake reranking backend (`fakes.llm_server`).
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
+from bench.common.checkout import CTXR, REPO, TESTS, child_env
+from bench.common.measure import Span, Timing, load_line, machine, say
+from bench.common.measure import parser as cli
 from ctxr.config import load_settings
 from ctxr.pipeline.build import build_index
 
-ROOT = Path(__file__).resolve().parents[1]
-JUDGED = ROOT / "tests" / "data" / "judged" / "queries.jsonl"
+sys.path.insert(0, str(TESTS))  # the fake reranking backend: `fakes.llm_server`
+JUDGED = TESTS / "data" / "judged" / "queries.jsonl"
 RERANK_KEY = "bench-rerank-key"
 RERANK_MODEL = "rerank-v3.5"
 _PASSAGE = re.compile(r'<passage id="(\d+)">\n(.*?)\n</passage>', re.DOTALL)
@@ -77,14 +72,10 @@ class Row:
     mode: str
     rerank: str | None
     clients: int
-    latencies_ms: list[float] = field(default_factory=list)
+    latencies: list[float] = field(default_factory=list)  # seconds, answers that count
     errors: dict[str, int] = field(default_factory=dict)  # by status or exception
     flagged: int = 0  # 200 answers with any hit flagged (a reranker fell back)
     seconds: float = 0.0
-
-    def quantile(self, q: float) -> float:
-        ordered = sorted(self.latencies_ms)
-        return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
 
 
 def _free_port() -> int:
@@ -137,15 +128,13 @@ def _rerank_backend(http_ms: tuple[float, float], llm_scale: float) -> Iterator[
 def _start_server(
     index_dir: Path, cache_dir: Path, port: int, log: Path, extra_env: Mapping[str, str]
 ) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "CTXR_INDEX_DIR": str(index_dir), "CTXR_CACHE_DIR": str(cache_dir)}
-    env.update(extra_env)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    command = [sys.executable, "-c", "from ctxr.cli import main; main()", "serve",
-               "--host", "127.0.0.1", "--port", str(port)]  # fmt: skip
+    dirs = {"CTXR_INDEX_DIR": str(index_dir), "CTXR_CACHE_DIR": str(cache_dir)}
+    env = child_env({**dirs, **extra_env})
+    command = [*CTXR, "serve", "--host", "127.0.0.1", "--port", str(port)]
     with log.open("wb") as sink:
-        server = subprocess.Popen(command, cwd=ROOT, env=env, stdout=sink, stderr=sink)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
+        server = subprocess.Popen(command, cwd=REPO, env=env, stdout=sink, stderr=sink)
+    waited = Span()
+    while waited.seconds < 60:
         if server.poll() is not None:
             raise SystemExit(f"ctxr serve exited with {server.returncode}; see {log}")
         try:
@@ -178,14 +167,14 @@ async def _drive(url: str, mode: str, clients: int, seconds: float, k: int) -> R
     async with httpx.AsyncClient(base_url=url, limits=limits, timeout=60) as http:
         warm = [{"query": q, "k": k, "mode": search_mode, **extra} for q in queries[:4]]
         await asyncio.gather(*(http.post("/search", json=b) for b in warm[: min(clients, 4)]))
-        stop = time.perf_counter() + seconds
+        drive = Span()
 
         async def client(n: int) -> None:
             i = n
-            while time.perf_counter() < stop:
+            while drive.seconds < seconds:
                 body = {"query": queries[i % len(queries)], "k": k, "mode": search_mode, **extra}
                 i += clients
-                started = time.perf_counter()
+                one = Span()
                 verdict = None
                 try:
                     response = await http.post("/search", json=body)
@@ -196,20 +185,20 @@ async def _drive(url: str, mode: str, clients: int, seconds: float, k: int) -> R
                 except (httpx.HTTPError, ValueError) as exc:
                     status = type(exc).__name__
                 if status == "200" and verdict != "not reranked":
-                    row.latencies_ms.append((time.perf_counter() - started) * 1000)
+                    row.latencies.append(one.seconds)
                     row.flagged += verdict == "flagged"
                 else:
                     status = verdict or status
                     row.errors[status] = row.errors.get(status, 0) + 1
 
-        began = time.perf_counter()
-        await asyncio.gather(*(client(n) for n in range(clients)))
-        row.seconds = time.perf_counter() - began
+        with Span() as span:
+            await asyncio.gather(*(client(n) for n in range(clients)))
+        row.seconds = span.seconds
     return row
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = cli(__doc__)
     parser.add_argument("--seconds", type=float, default=10.0, help="per row")
     parser.add_argument("--clients", default="1,8,32", help="comma-separated concurrency levels")
     parser.add_argument("--modes", default="hybrid,hybrid+http,hybrid+llm,dense,bm25")
@@ -221,7 +210,8 @@ def main() -> None:
     parser.add_argument(
         "--llm-latency-scale", type=float, default=1.0, help="scales the fake's chat latency"
     )
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    say(load_line("at start"))
     modes = args.modes.split(",")
     low, high = (float(x) for x in args.rerank_latency_ms.split(","))
     with contextlib.ExitStack() as stack:
@@ -229,7 +219,7 @@ def main() -> None:
         work = Path(tmp)
         index_dir, cache_dir = args.index or work / "index", work / "cache"
         if args.index is None:
-            os.chdir(ROOT)
+            os.chdir(REPO)
             settings = load_settings(index_dir=index_dir, cache_dir=cache_dir)
             report = build_index(["examples"], settings)
             print(f"indexed examples/: {report.points_total} chunks", file=sys.stderr)
@@ -260,8 +250,7 @@ def main() -> None:
         backend = (
             Counter(f"{r.endpoint} {r.status}" for r in fake.requests) if fake is not None else {}
         )
-    print(f"python {platform.python_version()}, {os.cpu_count()} CPUs, {platform.machine()}; "
-          f"{args.seconds:g} s per row, k = {args.k}; {access_lines} access-log lines")  # fmt: skip
+    say(f"{machine()}; {args.seconds:g} s per row, k = {args.k}; {access_lines} access-log lines")
     if fake is not None:
         print(f"rerank backend (fake, loopback): http {low:g}-{high:g} ms uniform, llm "
               f"realistic_latency x {args.llm_latency_scale:g}; requests by endpoint and "
@@ -272,12 +261,11 @@ def main() -> None:
     )
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
-        n = len(r.latencies_ms)
-        mean = statistics.fmean(r.latencies_ms) if n else float("nan")
-        p50, p95, p99 = (r.quantile(q) for q in (0.5, 0.95, 0.99))
-        print(f"| {r.mode} | {r.rerank or 'none'} | {r.clients} | {n} | {n / r.seconds:.1f} | "
-              f"{p50:.1f} | {p95:.1f} | {p99:.1f} | {mean:.1f} | {sum(r.errors.values())} | "
-              f"{r.flagged} |")  # fmt: skip
+        t = Timing.of(r.latencies)
+        print(f"| {r.mode} | {r.rerank or 'none'} | {r.clients} | {t.count} | "
+              f"{t.count / r.seconds:.1f} | {t.p50:.1f} | {t.p95:.1f} | {t.p99:.1f} | "
+              f"{t.mean:.1f} | {sum(r.errors.values())} | {r.flagged} |")  # fmt: skip
+    say(load_line("at end"))
     bad = [
         (r.mode, r.rerank, r.clients, r.errors, r.flagged) for r in rows if r.errors or r.flagged
     ]

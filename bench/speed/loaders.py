@@ -6,20 +6,23 @@ subprocess, median of 5; then `load_document` on small files of every kind (writ
 python-docx, python-pptx, openpyxl and ebooklib: needs the ``office-test`` extra), median of 5
 after a warm-up. Prints the load average, since the machine is shared.
 
-    .venv/bin/python bench/loaders.py
+    python -m bench.speed.loaders
 """
 
 from __future__ import annotations
 
 import json
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
+from collections.abc import Sequence
 from pathlib import Path
 
+from bench.common.checkout import TESTS
+from bench.common.measure import Span, cold_start, load_line, say
+from bench.common.measure import parser as cli
+
+OFFICE_TEST = "the files are written with the office-test extra: pip install -e '.[office-test]'"
 IMPORTS = {
     "bare interpreter": "pass",
     "docutils (.rst)": "import docutils.core, docutils.parsers.rst",
@@ -30,23 +33,24 @@ IMPORTS = {
 }
 
 
-def _cold(code: str, runs: int = 5) -> float:
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        subprocess.run([sys.executable, "-c", code], check=True)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+def _cold(code: str, runs: int) -> float:
+    times = [cold_start(code) for _ in range(runs)]
+    measured = [t for t in times if t is not None]
+    if len(measured) < len(times):
+        raise SystemExit(f"`{code}` failed in a fresh interpreter; {OFFICE_TEST}")
+    return statistics.median(measured)
 
 
 def _fixtures(root: Path) -> list[Path]:
-    import docx
-    import openpyxl
-    import pptx
-    from ebooklib import epub
+    try:
+        import docx
+        import openpyxl
+        import pptx
+        from ebooklib import epub
+    except ImportError as exc:
+        raise SystemExit(f"{exc.name} is missing; {OFFICE_TEST}") from None
 
-    tests = Path(__file__).resolve().parents[1] / "tests"
-    sys.path[:0] = [str(tests / "enrich"), str(tests)]
+    sys.path[:0] = [str(TESTS / "enrich"), str(TESTS)]
     from test_formats import RST, _notebook  # the tests' own fixtures
 
     (root / "guide.md").write_text("# Guide\n\n" + "Polish the brass. " * 200)
@@ -83,27 +87,31 @@ def _fixtures(root: Path) -> list[Path]:
     return sorted(root.iterdir())
 
 
-def main() -> None:
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = cli(__doc__)
+    parser.add_argument("--runs", type=int, default=5, help="cold imports and loads, each")
+    args = parser.parse_args(argv)
     from ctxr.enrich.load.documents import load_document
 
-    print(f"load average: {os.getloadavg()}")
+    say(load_line("at start"))
     for name, code in IMPORTS.items():
-        print(f"cold import  {name:<50} {_cold(code):6.2f} s")
+        say(f"cold import  {name:<50} {_cold(code, args.runs):6.2f} s")
     with tempfile.TemporaryDirectory() as tmp:
         rows = {}
         for path in _fixtures(Path(tmp)):
             load_document(path)  # warm: imports paid once
             times = []
-            for _ in range(5):
-                start = time.perf_counter()
-                doc = load_document(path)
-                times.append(time.perf_counter() - start)
+            for _ in range(args.runs):
+                with Span() as span:
+                    doc = load_document(path)
+                times.append(span.seconds)
             rows[path.name] = {
                 "bytes": path.stat().st_size,
                 "chars": len(doc.text),
                 "ms": round(statistics.median(times) * 1000, 1),
             }
-    print(json.dumps(rows, indent=1))
+    say(json.dumps(rows, indent=1))
+    say(load_line("at end"))
 
 
 if __name__ == "__main__":

@@ -6,7 +6,8 @@ Peer stack: ``rank_bm25.BM25Okapi`` over the same analysed terms, plus ``QdrantC
 embedded edge backend, before and after ``optimize()`` (HNSW), with the configured fusion (DBSF)
 and with RRF (the peer's fusion). Both sides retrieve 50 candidates per retriever.
 
-What is real and what is synthetic (the corpus is ``bench/search_latency.py``'s):
+What is real and what is synthetic (the corpus is `bench.common.synthetic`'s, as in
+``bench.speed.search_latency``):
 
 * Texts are synthetic Zipf prose with code identifiers; BM25 terms are real ``Bm25Analyzer``
   output, shared by both stacks (ctxr weights them with ``document_vector``; rank-bm25 with its
@@ -17,29 +18,26 @@ What is real and what is synthetic (the corpus is ``bench/search_latency.py``'s)
   are the real MiniLM embeddings of the query strings, computed once before timing: every
   latency here EXCLUDES query embedding (ctxr gets them through a lookup embedder, so the rest
   of ``SearchService.search`` runs as in production).
-* Each stack runs in its own subprocess, so peak RSS (``ru_maxrss``, which sees Rust and numpy
-  allocations that tracemalloc does not) is not mixed; "extra" is peak minus the RSS after the
-  shared corpus was loaded.
+* Each stack runs in its own subprocess, so peak RSS (`bench.common.measure.peak_mib`, which
+  sees Rust and numpy allocations that tracemalloc does not) is not mixed; "extra" is peak
+  minus the RSS after the shared corpus was loaded.
 
 Usage::
 
-    python bench/peer_compare.py [--chunks 100000] [--queries 200] [--peer-queries 50]
+    python -m bench.peers.peer_compare [--chunks 100000] [--queries 200] [--peer-queries 50]
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
-import os
 import pickle
-import platform
-import resource
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,31 +45,39 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-BENCH = Path(__file__).resolve().parent
-sys.path.insert(0, str(BENCH.parent))
-sys.path.insert(0, str(BENCH))
-
-from hnsw_recall import DEFAULT_INDEX, read_index  # noqa: E402
-from search_latency import (  # noqa: E402
+from bench.common.checkout import child_env
+from bench.common.measure import (
+    Span,
+    Timing,
+    load_line,
+    machine,
+    peak_mib,
+    rss_mib,
+    say,
+    time_each,
+)
+from bench.common.measure import parser as cli
+from bench.common.stored_vectors import DEFAULT_INDEX, read_vectors
+from bench.common.synthetic import (
     CHUNKS_PER_DOC,
     NOISE,
-    Timing,
+    doc_id,
+    document_entries,
     make_corpus,
     make_queries,
+    stored_point,
     synthetic_dense,
 )
-
-from ctxr.config import load_settings  # noqa: E402
-from ctxr.index import components  # noqa: E402
-from ctxr.index.bm25.weights import document_vector  # noqa: E402
-from ctxr.index.embed.base import FloatMatrix  # noqa: E402
-from ctxr.index.embed.onnx import DIM, MODEL_NAME, OnnxEmbedder  # noqa: E402
-from ctxr.index.manifest import DocumentEntry, Manifest  # noqa: E402
-from ctxr.index.store import factory as store_factory  # noqa: E402
-from ctxr.index.store.base import StoredPoint  # noqa: E402
-from ctxr.index.store.edge import EdgeStore  # noqa: E402
-from ctxr.retrieve.service import SearchService  # noqa: E402
-from ctxr.types import chunk_id_for  # noqa: E402
+from ctxr.config import load_settings
+from ctxr.index import components
+from ctxr.index.bm25.weights import document_vector
+from ctxr.index.embed.base import FloatMatrix
+from ctxr.index.embed.onnx import DIM, MODEL_NAME, OnnxEmbedder
+from ctxr.index.manifest import Manifest
+from ctxr.index.store import factory as store_factory
+from ctxr.index.store.edge import EdgeStore
+from ctxr.retrieve.service import SearchService
+from ctxr.types import chunk_id_for
 
 K = 10
 CANDIDATES = 50
@@ -79,27 +85,6 @@ RRF_K = 60
 WARMUP = 20
 PEER_WARMUP = 3
 Matrix = npt.NDArray[np.float32]
-
-
-def say(line: str) -> None:
-    print(line, flush=True)
-
-
-def _status_mib(field: str) -> float:
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith(field):
-                return int(line.split()[1]) / 1024
-    return 0.0
-
-
-def rss_mib() -> float:
-    return _status_mib("VmRSS:")
-
-
-def peak_mib() -> float:
-    """This process's peak RSS. Not ru_maxrss: Linux carries the parent's peak across exec."""
-    return _status_mib("VmHWM:") or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 @dataclass
@@ -136,17 +121,6 @@ class LookupEmbedder:
         return np.stack([self._table[t] for t in texts])
 
 
-def time_calls(fn: Callable[[int], object], warm: int, timed: int) -> Timing:
-    for i in range(warm):
-        fn(i)
-    samples = []
-    for i in range(warm, warm + timed):
-        t0 = time.perf_counter()
-        fn(i)
-        samples.append(time.perf_counter() - t0)
-    return Timing.of(samples)
-
-
 # --- ctxr -------------------------------------------------------------------------------------
 
 
@@ -157,49 +131,29 @@ def ctxr_build(data: Shared, index_dir: Path) -> float:
     params = components.bm25_params(settings)
     avg = sum(len(t) for t in data.terms) / len(data.terms)
     manifest = Manifest(settings=components.index_settings(settings, embedder, analyzer))
-    t0 = time.perf_counter()
-    store = EdgeStore.create(store_factory.shard_path(index_dir), DIM, settings.hnsw_ef)
-    try:
-        for start in range(0, len(data.texts), 1000):
-            points = []
-            for i in range(start, min(start + 1000, len(data.texts))):
-                doc_id = f"doc{i // CHUNKS_PER_DOC:07d}"
-                points.append(
-                    StoredPoint(
-                        point_id=chunk_id_for(doc_id, i % CHUNKS_PER_DOC),
-                        dense=data.dense[i].tolist(),
-                        sparse=document_vector(data.terms[i], avg, params),
-                        payload={
-                            "doc_id": doc_id,
-                            "source": f"synthetic/{doc_id}.md",
-                            "index": i % CHUNKS_PER_DOC,
-                            "start": 0,
-                            "end": len(data.texts[i]),
-                            "heading_path": [],
-                            "text": data.texts[i],
-                            "context": "",
-                            "context_kind": "none",
-                        },
-                    )
+    with Span() as span:
+        store = EdgeStore.create(store_factory.shard_path(index_dir), DIM, settings.store.hnsw_ef)
+        try:
+            for start in range(0, len(data.texts), 1000):
+                store.upsert(
+                    [
+                        stored_point(
+                            i,
+                            data.texts[i],
+                            data.dense[i].tolist(),
+                            document_vector(data.terms[i], avg, params),
+                        )
+                        for i in range(start, min(start + 1000, len(data.texts)))
+                    ]
                 )
-            store.upsert(points)
-        store.flush()
-    finally:
-        store.close()
-    build_s = time.perf_counter() - t0
-    for d in range(0, len(data.texts), CHUNKS_PER_DOC):
-        doc_id = f"doc{d // CHUNKS_PER_DOC:07d}"
-        manifest.documents[doc_id] = DocumentEntry(
-            source=f"synthetic/{doc_id}.md",
-            sha256=doc_id,
-            recipe="bench-peer",
-            chunks=len(data.terms[d : d + CHUNKS_PER_DOC]),
-            terms=sum(len(t) for t in data.terms[d : d + CHUNKS_PER_DOC]),
-            context_kind="none",
-            indexed_at="2000-01-01T00:00:00Z",
-        )
+            store.flush()
+        finally:
+            store.close()
+    manifest.documents.update(
+        document_entries(data.texts, data.terms, "bench-peer", "2000-01-01T00:00:00Z")
+    )
     manifest.save(index_dir)
-    return build_s
+    return span.seconds
 
 
 def ctxr_measure(
@@ -209,6 +163,7 @@ def ctxr_measure(
     settings = load_settings(index_dir=index_dir)
     timings: dict[str, Timing] = {}
     hits: dict[str, list[list[str]]] = {}
+    warm, timed = data.queries[:WARMUP], data.queries[WARMUP : WARMUP + queries]
     with SearchService(settings, embedder=LookupEmbedder(table)) as service:
         # One untimed pass over every query first: the shard is memory-mapped, and without it
         # the first row timed pays the page faults (about 4 ms a query at 100k here).
@@ -220,14 +175,10 @@ def ctxr_measure(
             ("bm25", "bm25", None),
         ):
 
-            def one(i: int, mode: str = mode, fusion: str | None = fusion) -> object:
-                return service.search(data.queries[i], K, mode, CANDIDATES, fusion)
+            def one(query: str, mode: str = mode, fusion: str | None = fusion) -> list[str]:
+                return [h.chunk_id for h in service.search(query, K, mode, CANDIDATES, fusion)]
 
-            timings[name] = time_calls(one, WARMUP, queries)
-            hits[name] = [
-                [h.chunk_id for h in service.search(q, K, mode, CANDIDATES, fusion)]
-                for q in data.queries[WARMUP : WARMUP + queries]
-            ]
+            timings[name], hits[name] = time_each(one, timed, warm=warm)
             t = timings[name]
             say(f"  ctxr {label:<6} {name:<11} p50 {t.p50:6.2f} ms  p95 {t.p95:6.2f} ms")
     return timings, hits
@@ -247,17 +198,17 @@ def run_ctxr(data: Shared, queries: int, base_rss: float) -> dict[str, Any]:
         plain, plain_hits = ctxr_measure(data, index_dir, queries, "exact")
         store = EdgeStore.open(store_factory.shard_path(index_dir))
         try:
-            t0 = time.perf_counter()
-            store.optimize()
-            store.flush()
-            out["optimize_s"] = time.perf_counter() - t0
+            with Span() as span:
+                store.optimize()
+                store.flush()
+            out["optimize_s"] = span.seconds
         finally:
             store.close()
         say(f"  ctxr optimize(): {out['optimize_s']:.1f} s")
         hnsw, hnsw_hits = ctxr_measure(data, index_dir, queries, "HNSW")
     out["timings"] = {
-        "exact": {k: vars(v) for k, v in plain.items()},
-        "hnsw": {k: vars(v) for k, v in hnsw.items()},
+        "exact": {k: dataclasses.asdict(v) for k, v in plain.items()},
+        "hnsw": {k: dataclasses.asdict(v) for k, v in hnsw.items()},
     }
     out["overlap_hnsw_vs_exact"] = {k: overlap(plain_hits[k], hnsw_hits[k]) for k in plain_hits}
     out["hits_hybrid_rrf"] = plain_hits["hybrid-rrf"]
@@ -274,29 +225,29 @@ def run_peer(data: Shared, queries: int, base_rss: float) -> dict[str, Any]:
     from rank_bm25 import BM25Okapi  # type: ignore[import-untyped]
 
     out: dict[str, Any] = {}
-    t0 = time.perf_counter()
-    bm25 = BM25Okapi(data.terms)
-    out["bm25_build_s"] = time.perf_counter() - t0
+    with Span() as span:
+        bm25 = BM25Okapi(data.terms)
+    out["bm25_build_s"] = span.seconds
     say(f"  peer BM25Okapi over {len(data.terms):,} chunks: {out['bm25_build_s']:.1f} s")
     client = QdrantClient(":memory:")
-    t0 = time.perf_counter()
-    client.create_collection(
-        "peer", vectors_config=models.VectorParams(size=DIM, distance=models.Distance.COSINE)
-    )
-    for start in range(0, len(data.texts), 1000):
-        stop = min(start + 1000, len(data.texts))
-        client.upsert(
-            "peer",
-            points=[
-                models.PointStruct(
-                    id=i,
-                    vector=data.dense[i].tolist(),
-                    payload={"doc_id": f"doc{i // CHUNKS_PER_DOC:07d}", "text": data.texts[i]},
-                )
-                for i in range(start, stop)
-            ],
+    with Span() as span:
+        client.create_collection(
+            "peer", vectors_config=models.VectorParams(size=DIM, distance=models.Distance.COSINE)
         )
-    out["qdrant_build_s"] = time.perf_counter() - t0
+        for start in range(0, len(data.texts), 1000):
+            stop = min(start + 1000, len(data.texts))
+            client.upsert(
+                "peer",
+                points=[
+                    models.PointStruct(
+                        id=i,
+                        vector=data.dense[i].tolist(),
+                        payload={"doc_id": doc_id(i), "text": data.texts[i]},
+                    )
+                    for i in range(start, stop)
+                ],
+            )
+    out["qdrant_build_s"] = span.seconds
     out["build_s"] = out["bm25_build_s"] + out["qdrant_build_s"]
     out["rss_after_build_mib"] = rss_mib()
     say(f"  peer QdrantClient(':memory:') upsert: {out['qdrant_build_s']:.1f} s")
@@ -304,41 +255,34 @@ def run_peer(data: Shared, queries: int, base_rss: float) -> dict[str, Any]:
     parts: dict[str, list[float]] = {"bm25": [], "dense": [], "fuse": []}
 
     def hybrid(i: int, record: bool = True) -> list[tuple[int, str]]:
-        t0 = time.perf_counter()
-        scores = bm25.get_scores(data.query_terms[i])
-        top = np.argpartition(-scores, CANDIDATES)[:CANDIDATES]
-        lexical = [int(j) for j in top[np.argsort(-scores[top])] if scores[j] > 0]
-        t1 = time.perf_counter()
-        dense = client.query_points(
-            "peer", query=data.query_vectors[i].tolist(), limit=CANDIDATES, with_payload=True
-        ).points
-        t2 = time.perf_counter()
-        fused: dict[int, float] = {}
-        for ranking in (lexical, [int(p.id) for p in dense]):
-            for rank, key in enumerate(ranking, start=1):
-                fused[key] = fused.get(key, 0.0) + 1.0 / (RRF_K + rank)
-        best = sorted(fused, key=lambda key: -fused[key])[:K]
-        result = [(key, data.texts[key]) for key in best]
+        with Span() as lexical_span:
+            scores = bm25.get_scores(data.query_terms[i])
+            top = np.argpartition(-scores, CANDIDATES)[:CANDIDATES]
+            lexical = [int(j) for j in top[np.argsort(-scores[top])] if scores[j] > 0]
+        with Span() as dense_span:
+            dense = client.query_points(
+                "peer", query=data.query_vectors[i].tolist(), limit=CANDIDATES, with_payload=True
+            ).points
+        with Span() as fuse_span:
+            fused: dict[int, float] = {}
+            for ranking in (lexical, [int(p.id) for p in dense]):
+                for rank, key in enumerate(ranking, start=1):
+                    fused[key] = fused.get(key, 0.0) + 1.0 / (RRF_K + rank)
+            best = sorted(fused, key=lambda key: -fused[key])[:K]
+            result = [(key, data.texts[key]) for key in best]
         if record:
-            parts["bm25"].append(t1 - t0)
-            parts["dense"].append(t2 - t1)
-            parts["fuse"].append(time.perf_counter() - t2)
+            parts["bm25"].append(lexical_span.seconds)
+            parts["dense"].append(dense_span.seconds)
+            parts["fuse"].append(fuse_span.seconds)
         return result
 
-    for i in range(PEER_WARMUP):
-        hybrid(WARMUP - PEER_WARMUP + i, record=False)
-    samples, ids = [], []
-    for i in range(WARMUP, WARMUP + queries):
-        t0 = time.perf_counter()
-        result = hybrid(i)
-        samples.append(time.perf_counter() - t0)
-        ids.append(
-            [chunk_id_for(f"doc{k // CHUNKS_PER_DOC:07d}", k % CHUNKS_PER_DOC) for k, _ in result]
-        )
-    timing = Timing.of(samples)
+    for i in range(WARMUP - PEER_WARMUP, WARMUP):
+        hybrid(i, record=False)
+    timing, results = time_each(hybrid, range(WARMUP, WARMUP + queries))
+    ids = [[chunk_id_for(doc_id(k), k % CHUNKS_PER_DOC) for k, _ in r] for r in results]
     say(f"  peer hybrid-rrf     p50 {timing.p50:6.2f} ms  p95 {timing.p95:6.2f} ms")
-    out["timings"] = {"hybrid-rrf": vars(timing)}
-    out["parts"] = {k: vars(Timing.of(v)) for k, v in parts.items()}
+    out["timings"] = {"hybrid-rrf": dataclasses.asdict(timing)}
+    out["parts"] = {k: dataclasses.asdict(Timing.of(v)) for k, v in parts.items()}
     out["hits_hybrid_rrf"] = ids
     client.close()
     out["peak_mib"] = peak_mib()
@@ -353,27 +297,27 @@ def prepare(args: argparse.Namespace, path: Path) -> dict[str, float]:
     from ctxr.index.bm25.analyzer import Bm25Analyzer
 
     figures: dict[str, float] = {}
-    t0 = time.perf_counter()
-    corpus = make_corpus(args.chunks, args.seed)
-    figures["generate_s"] = time.perf_counter() - t0
+    with Span() as span:
+        corpus = make_corpus(args.chunks, args.seed)
+    figures["generate_s"] = span.seconds
     queries = make_queries(corpus, WARMUP + args.queries, args.seed)
     analyzer = Bm25Analyzer()
-    t0 = time.perf_counter()
-    terms = [analyzer.terms(t) for t in corpus.texts]
-    figures["analyse_s"] = time.perf_counter() - t0
+    with Span() as span:
+        terms = [analyzer.terms(t) for t in corpus.texts]
+    figures["analyse_s"] = span.seconds
     say(
         f"generated {args.chunks:,} chunks ({figures['generate_s']:.1f} s), analysed "
         f"({figures['analyse_s']:.1f} s, mean {sum(map(len, terms)) / len(terms):.1f} terms)"
     )
     embedder = OnnxEmbedder()
     if (args.pool_index / "manifest.json").exists():
-        pool = read_index(args.pool_index).dense
+        pool = read_vectors(args.pool_index).dense
         figures["pool_real_from_index"] = 1.0
         say(f"pool: {len(pool):,} real MiniLM vectors of SciFact chunks from {args.pool_index}")
     else:
-        t0 = time.perf_counter()
-        pool = embedder.embed(corpus.texts[: args.pool])
-        say(f"pool: {len(pool):,} synthetic texts embedded now ({time.perf_counter() - t0:.1f} s)")
+        with Span() as span:
+            pool = embedder.embed(corpus.texts[: args.pool])
+        say(f"pool: {len(pool):,} synthetic texts embedded now ({span.seconds:.1f} s)")
     figures["pool"] = float(len(pool))
     dense = np.vstack(
         [
@@ -381,10 +325,10 @@ def prepare(args: argparse.Namespace, path: Path) -> dict[str, float]:
             for s in range(0, args.chunks, 10_000)
         ]
     )
-    t0 = time.perf_counter()
-    query_vectors = embedder.embed(queries)
+    with Span() as span:
+        query_vectors = embedder.embed(queries)
     say(
-        f"embedded {len(queries)} queries once ({time.perf_counter() - t0:.1f} s); "
+        f"embedded {len(queries)} queries once ({span.seconds:.1f} s); "
         "timings below exclude query embedding"
     )
     shared = Shared(
@@ -420,7 +364,7 @@ Result = dict[str, Any]
 
 def report(args: argparse.Namespace, figs: dict[str, float], c: Result, p: Result) -> None:
     peer = p["timings"]["hybrid-rrf"]
-    say("")
+    say()
     say(
         f"## {args.chunks:,} chunks, hybrid search, k={K}, {CANDIDATES} candidates per retriever, "
         "query embedding excluded"
@@ -444,7 +388,7 @@ def report(args: argparse.Namespace, figs: dict[str, float], c: Result, p: Resul
         f"peer parts: BM25Okapi.get_scores+top-50 p50 {bm25:.1f} ms, "
         f"query_points p50 {dense:.1f} ms, RRF+texts p50 {fuse:.3f} ms"
     )
-    say("")
+    say()
     say("| figure | ctxr (edge) | peer stack |")
     say("|---|---:|---:|")
     peer_build = f"BM25Okapi {p['bm25_build_s']:.1f} + upsert {p['qdrant_build_s']:.1f}"
@@ -461,7 +405,7 @@ def report(args: argparse.Namespace, figs: dict[str, float], c: Result, p: Resul
         say(f"| {label} | {c[key]:,.0f} MiB | {p[key]:,.0f} MiB |")
     n = args.peer_queries
     agree = overlap(c["hits_hybrid_rrf"][:n], p["hits_hybrid_rrf"][:n])
-    say("")
+    say()
     say(
         "top-10 overlap, ctxr after optimize vs exact: "
         + ", ".join(f"{k} {v:.3f}" for k, v in c["overlap_hnsw_vs_exact"].items())
@@ -478,7 +422,7 @@ def report(args: argparse.Namespace, figs: dict[str, float], c: Result, p: Resul
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0] if __doc__ else None)
+    parser = cli(__doc__)
     parser.add_argument("--chunks", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=200, help="timed ctxr queries per row")
     parser.add_argument("--peer-queries", type=int, default=50, help="timed peer queries")
@@ -493,24 +437,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         n = args.queries if args.child == "ctxr" else args.peer_queries
         return child(args.child, args.data, args.out, n)
     args.peer_queries = min(args.peer_queries, args.queries)
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    say(
-        f"ctxr vs rank-bm25 + QdrantClient local: {args.chunks:,} chunks; {cores} cores, "
-        f"{platform.machine()}, Python {platform.python_version()}, load {os.getloadavg()[0]:.1f}"
-    )
+    say(f"ctxr vs rank-bm25 + QdrantClient local: {args.chunks:,} chunks; {machine()}")
+    say(load_line("at start"))
     with tempfile.TemporaryDirectory(prefix="ctxr-peer-data-") as tmp:
         data_path = Path(tmp) / "shared.pickle"
         figs = prepare(args, data_path)
         results: dict[str, dict[str, Any]] = {}
         for stack in ("ctxr", "peer"):
             out = Path(tmp) / f"{stack}.json"
-            cmd = [sys.executable, __file__, "--child", stack, "--data", str(data_path),
+            # Each stack in a process of its own, so that each peak RSS is its own.
+            cmd = [sys.executable, "-m", __spec__.name, "--child", stack, "--data", str(data_path),
                    "--out", str(out), "--queries", str(args.queries),
                    "--peer-queries", str(args.peer_queries)]  # fmt: skip
-            subprocess.run(cmd, check=True)
+            subprocess.run(cmd, check=True, env=child_env())
             results[stack] = json.loads(out.read_text())
     report(args, figs, results["ctxr"], results["peer"])
-    say(f"load average at the end: {os.getloadavg()[0]:.1f}")
+    say(load_line("at end"))
     return 0
 
 

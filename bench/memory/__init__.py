@@ -1,0 +1,1 @@
+"""Peak memory (RSS) of the parts that hold the most: the local embedder."""

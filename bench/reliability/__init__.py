@@ -1,0 +1,1 @@
+"""Hostile inputs and interruptions: pathological files, `kill -9` while indexing."""
