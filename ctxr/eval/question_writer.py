@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 from tenacity.wait import wait_random_exponential
 
-from ctxr.config import Settings
+from ctxr.config import LLMSettings
 from ctxr.enrich.situate.contexts import llm_timeout
 from ctxr.enrich.situate.prompt import load_prompt
 from ctxr.errors import ConfigError, ProviderError
@@ -95,11 +95,11 @@ class QuestionRun:
         }
 
 
-def choose_writer(settings: Settings, model: str | None = None) -> Writer:
+def choose_writer(llm_settings: LLMSettings, model: str | None = None) -> Writer:
     """`model` (its provider from the price table, else the configured one), or the model
     that writes contexts; a `ConfigError` saying what to set when there is no provider."""
-    prices = load_prices(settings.prices_file)
-    provider = choose_provider(settings.llm_provider)
+    prices = load_prices(llm_settings.prices_file)
+    provider = choose_provider(llm_settings.llm_provider)
     if model and model in prices:
         provider = prices.get(model).provider
     if provider is None:
@@ -108,7 +108,7 @@ def choose_writer(settings: Settings, model: str | None = None) -> Writer:
             "ANTHROPIC_BASE_URL), or OPENAI_API_KEY / OPENAI_BASE_URL, or CTXR_LLM_PROVIDER; "
             "or pass --questions FILE with questions of your own"
         )
-    return Writer(provider, model or settings.llm_model or DEFAULT_MODELS[provider])
+    return Writer(provider, model or llm_settings.llm_model or DEFAULT_MODELS[provider])
 
 
 def pick_chunks(
@@ -152,8 +152,8 @@ def _window(document: Document, chunk: Chunk, limit: int, encoding: str) -> str:
     return document.text[start : start + width]
 
 
-def _prices(settings: Settings, writer: Writer, base_url: str | None) -> PriceTable:
-    prices = load_prices(settings.prices_file)
+def _prices(llm_settings: LLMSettings, writer: Writer, base_url: str | None) -> PriceTable:
+    prices = load_prices(llm_settings.prices_file)
     if is_local_url(base_url) and writer.model not in prices:
         return prices.with_free(writer.model, writer.provider)  # a local server bills nothing
     return prices
@@ -162,29 +162,31 @@ def _prices(settings: Settings, writer: Writer, base_url: str | None) -> PriceTa
 def write_questions(
     picked: Sequence[tuple[Document, Chunk]],
     writer: Writer,
-    settings: Settings,
+    llm_settings: LLMSettings,
+    encoding: str,
     progress: Progress,
     *,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
 ) -> QuestionRun:
-    """One question per picked chunk, by `writer`; see the module docstring."""
+    """One question per picked chunk, by `writer`; see the module docstring. `encoding` is the
+    tiktoken encoding that sizes documents (`CTXR_ENCODING`)."""
     prompt = load_prompt(PROMPT_NAME)
     run = QuestionRun(writer, prompt.version)
     base_url = configured_base_url(writer.provider)
-    prices = _prices(settings, writer, base_url)
+    prices = _prices(llm_settings, writer, base_url)
     try:
         price = prices.get(writer.model)
     except ConfigError as exc:
         progress.note(f"the questions' cost is not counted: {exc}")
         price, run.dollars = None, None
-    limit = settings.max_document_tokens
-    if settings.llm_context_tokens is not None:  # a small local window: leave room to answer
-        limit = min(limit, max(256, settings.llm_context_tokens - 2 * OUTPUT_TOKENS - 200))
+    limit = llm_settings.max_document_tokens
+    if llm_settings.llm_context_tokens is not None:  # a small local window: leave room to answer
+        limit = min(limit, max(256, llm_settings.llm_context_tokens - 2 * OUTPUT_TOKENS - 200))
     by_document: dict[str, list[tuple[Document, Chunk]]] = {}
     for document, chunk in picked:
         by_document.setdefault(document.doc_id, []).append((document, chunk))
     written: dict[tuple[str, int], str] = {}
-    max_wait = settings.llm_max_retry_wait
+    max_wait = llm_settings.llm_max_retry_wait
 
     def may_retry(exc: BaseException) -> bool:
         if not isinstance(exc, ProviderError) or not exc.retryable:
@@ -201,11 +203,11 @@ def write_questions(
         run.retries += 1
 
     async def ask(llm: LLM, document: Document, chunk: Chunk) -> None:
-        prefix = prompt.document_part(_window(document, chunk, limit, settings.encoding))
+        prefix = prompt.document_part(_window(document, chunk, limit, encoding))
         request = CompletionRequest(
             instruction=prompt.chunk_part(chunk.text, chunk.heading_path),
             prefix=prefix,
-            cache=count_tokens(prefix, settings.encoding) >= llm.min_cacheable_tokens,
+            cache=count_tokens(prefix, encoding) >= llm.min_cacheable_tokens,
             max_output_tokens=OUTPUT_TOKENS,
         )
         retrying = AsyncRetrying(
@@ -230,10 +232,10 @@ def write_questions(
 
     async def main() -> None:
         llm = make_llm(
-            writer.provider, writer.model, timeout=llm_timeout(settings, base_url),
+            writer.provider, writer.model, timeout=llm_timeout(llm_settings, base_url),
             max_output_tokens=OUTPUT_TOKENS,
         )  # fmt: skip
-        slots = asyncio.Semaphore(settings.llm_concurrency)
+        slots = asyncio.Semaphore(llm_settings.llm_concurrency)
 
         async def one_document(items: list[tuple[Document, Chunk]]) -> None:
             async with slots:

@@ -138,8 +138,8 @@ def trial_paths(
     tally = LoadTally()
     corpus = list(
         load_paths(
-            paths, base.max_file_bytes, tally, progress,
-            include=base.include, follow_links=base.follow_links,
+            paths, base.corpus.max_file_bytes, tally, progress,
+            include=base.corpus.include, follow_links=base.corpus.follow_links,
         )
     )  # fmt: skip
     info = {
@@ -192,7 +192,7 @@ def run_trial(
                 f"{file} exists: re-use its questions with --questions {file} (nothing is asked "
                 "again), or remove it (or choose another --out) to write new ones"
             )
-        writer = choose_writer(base, options.question_model)
+        writer = choose_writer(base.llm, options.question_model)
         written = _write(sample, base, writer, options, progress)
         questions = written.questions
         save_questions(file, questions)  # before anything else can fail: they are paid for
@@ -246,7 +246,7 @@ def _write(
             "or give questions of your own (--questions)"
         )
     progress.note(f"writing {len(picked)} questions with {writer.label}")
-    run = ask_questions(picked, writer, base, progress)
+    run = ask_questions(picked, writer, base.llm, base.split.encoding, progress)
     if not run.questions:
         why = (run.failures or run.rejected or ["no answer"])[0]
         raise ConfigError(
@@ -331,10 +331,10 @@ def _measure(
                 continue
             row.index, row.llm = index_info(index.settings, index.report), index.llm
             progress.note(f"asking {len(pairs)} questions of {variant.name}")
+            pool = variant.candidates or index.settings.search.candidates
             report, row.curve = search_and_score(
                 index.service, pairs, mapper, qrels, result.ks, depth=max(result.ks),
-                mode=variant.mode, candidates=variant.candidates or index.settings.candidates,
-                fusion=variant.fusion,
+                mode=variant.mode, candidates=pool, fusion=variant.fusion,
             )  # fmt: skip
             row.per_question = report.per_query
             for name in result.metrics:
@@ -368,7 +368,7 @@ def _open_index(
     llm = None
     if variant.context == "llm":
         try:
-            plan = resolve_context(settings)
+            plan = resolve_context(settings.llm)
         except ConfigError as exc:
             return f"not run: {exc}"
         llm = f"{plan.provider}/{plan.model}"

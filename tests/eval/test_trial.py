@@ -299,12 +299,12 @@ def test_parse_question(answer: str, expected: str | None) -> None:
 
 def test_the_question_model_brings_its_provider(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test")
-    settings = load_settings()
+    settings = load_settings().llm
     assert choose_writer(settings).label == "anthropic/claude-haiku-4-5"
     assert choose_writer(settings, "gpt-4o-mini").label == "openai/gpt-4o-mini"
     monkeypatch.delenv("ANTHROPIC_API_KEY")
     with pytest.raises(ConfigError, match="needs an LLM provider"):
-        choose_writer(load_settings())
+        choose_writer(load_settings().llm)
 
 
 def test_run_trial_checks_its_options_first(tmp_path: Path) -> None:
@@ -338,8 +338,8 @@ def test_question_writing_retries_and_leaves_out_what_is_no_question(
         waits.append(seconds)
 
     server.inject("529")  # the first request is refused as overloaded, then answered
-    run = write_questions(picked, Writer("anthropic", "claude-haiku-4-5"), load_settings(),
-                          NullProgress(), sleep=sleep)  # fmt: skip
+    run = write_questions(picked, Writer("anthropic", "claude-haiku-4-5"), load_settings().llm,
+                          "cl100k_base", NullProgress(), sleep=sleep)  # fmt: skip
     assert run.retries == 1 and len(waits) == 1
     assert [q.answers[0].start for q in run.questions] == [picked[0][1].start, picked[2][1].start]
     assert [q.id for q in run.questions] == ["q1", "q3"]  # ids follow the picks
