@@ -13,6 +13,7 @@ The Python API, a thin layer over the same code the CLI runs::
         hits = client.search("THUMB_CACHE_MAX", k=5, mode="bm25")
 
     cost = ctxr.estimate(["docs/"], models=["claude-haiku-4-5", "gpt-4o-mini"])  # no model called
+    found = ctxr.trial(["docs/"], sample=30, num_questions=40)  # do LLM contexts pay here?
 
 Every function is safe to call any number of times. (Up to 0.1 the indexing function was
 `ctxr.index`; that name is the `ctxr.index` subpackage, which shadowed the function after its
@@ -27,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the heavy parts load on first use, so `import ctxr` stays cheap
     from ctxr.client import Client
+    from ctxr.eval.trial_result import TrialResult
     from ctxr.pipeline.estimate_report import Estimate
     from ctxr.pipeline.report import IndexReport
     from ctxr.retrieve.searcher import Searcher, SearchOptions
@@ -42,6 +44,7 @@ __all__ = [
     "estimate",
     "open_index",
     "search",
+    "trial",
 ]
 _LAZY = {
     "Client": "ctxr.client",
@@ -137,3 +140,45 @@ def estimate(
         output_tokens=output_tokens,
         exact=exact,
     )
+
+
+def trial(
+    paths: Sequence[str | Path],
+    *,
+    questions: str | Path | None = None,
+    sample: int | None = 50,
+    num_questions: int = 50,
+    seed: int = 0,
+    question_model: str | None = None,
+    variants: Sequence[str] = (),
+    without: Sequence[str] = (),
+    baseline: str = "outline",
+    metric: str | None = None,
+    ks: Sequence[int] = (5, 10, 20),
+    resamples: int = 2000,
+    output_tokens: int | None = None,
+    out_dir: str | Path = "ctxr-trial",
+    **settings: Any,
+) -> TrialResult:
+    """Whether LLM contexts pay on a sample of `paths`: `ctxr trial` (see its reference for
+    each argument). Writes questions to `out_dir/questions.jsonl` unless `questions` names a
+    file to re-use; indexes go to temporary folders. `.to_json()` gives what `ctxr trial
+    --json` prints; `ctxr.eval.trial_report.plot_trial` draws it."""
+    from ctxr.eval.trial import TrialOptions, trial_paths
+
+    options = TrialOptions(
+        sample=sample,
+        num_questions=num_questions,
+        seed=seed,
+        questions_file=None if questions is None else Path(questions),
+        out_dir=Path(out_dir),
+        question_model=question_model,
+        variants=tuple(variants),
+        without=tuple(without),
+        baseline=baseline,
+        metric=metric,
+        ks=tuple(ks),
+        resamples=resamples,
+        output_tokens=output_tokens,
+    )
+    return trial_paths(paths, options, settings=settings)

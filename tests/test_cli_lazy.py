@@ -25,7 +25,9 @@ print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in heavy)))
 """
 
 
-@pytest.mark.parametrize("argv", [["--help"], ["search", "--help"], ["index", "--help"]])
+@pytest.mark.parametrize(
+    "argv", [["--help"], ["search", "--help"], ["index", "--help"], ["trial", "--help"]]
+)
 def test_help_imports_nothing_heavy(argv: list[str]) -> None:
     # A fresh interpreter: the test process itself has long imported everything.
     done = subprocess.run(

@@ -1,4 +1,5 @@
-"""The Python API (`ctxr.build`, `open_index`, `search`, `estimate`): each called twice.
+"""The Python API (`ctxr.build`, `open_index`, `search`, `estimate`, `trial`): each called
+twice.
 
 `ctxr.index` used to work once: its first call imported `ctxr.index.builder`, which rebound
 the attribute `ctxr.index` to the subpackage, and the second call raised TypeError.
@@ -7,6 +8,7 @@ the attribute `ctxr.index` to the subpackage, and the second call raised TypeErr
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 import pytest
@@ -45,7 +47,27 @@ def test_every_public_function_works_twice(
         assert cost.models[0].model == "gpt-4o-mini"
     assert sorted(ctxr.__all__) == [
         "Client", "Hit", "SearchOptions", "Searcher", "build", "estimate", "open_index", "search",
+        "trial",
     ]  # fmt: skip
+
+
+def test_trial_runs_twice_from_a_question_file(
+    corpus: Path, tmp_path: Path, embed_cache_dir: Path
+) -> None:
+    questions = tmp_path / "questions.jsonl"
+    questions.write_text(
+        json.dumps({"question": "how many uploads at once", "answers": [
+            {"source": str(corpus / "upload.md"), "text": "MAX_PARALLEL caps concurrent uploads"}
+        ]}) + "\n"
+    )  # fmt: skip
+    for _ in range(2):
+        found = ctxr.trial(
+            [corpus], questions=questions, sample=None, without=["llm"], baseline="none",
+            resamples=100, out_dir=tmp_path / "out", cache_dir=embed_cache_dir,
+        )  # fmt: skip
+        assert [r.name for r in found.rows] == ["none", "outline"]
+        assert found.rows[0].scores["pass@5"].mean == 1.0
+        assert found.to_json()["questions"]["count"] == 1
 
 
 def test_the_client_is_the_search_of_the_python_api(

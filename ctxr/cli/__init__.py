@@ -30,6 +30,7 @@ COMMANDS: dict[str, str] = {
     "mcp": "ctxr.cli.mcp:mcp_command",
     "split": "ctxr.cli.split:split_command",
     "eval": "ctxr.cli.eval:eval_command",
+    "trial": "ctxr.cli.trial:trial_command",
 }
 
 

@@ -16,7 +16,7 @@ from ctxr.eval.rows import DEFAULT_ROWS, ChunkSource, DatasetKind, parse_rows
 _DATASETS = ("anthropic-codebase", "beir")
 
 
-def _parse_ks(text: str) -> list[int]:
+def parse_ks(text: str) -> list[int]:
     try:
         ks = sorted({int(part) for part in text.split(",") if part.strip()})
     except ValueError as exc:
@@ -109,7 +109,7 @@ def eval_command(
     err = Console(stderr=True)
     try:
         kind, path = resolve_dataset(dataset, data)
-        k_values = _parse_ks(ks) if ks else ([10, 100] if kind == "beir" else [5, 10, 20])
+        k_values = parse_ks(ks) if ks else ([10, 100] if kind == "beir" else [5, 10, 20])
         rows = parse_rows(modes)
         if plot is not None:
             _check_plot_available()

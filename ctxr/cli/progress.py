@@ -19,7 +19,8 @@ from rich.progress import Progress as RichBar
 from rich.text import Text
 
 # What each phase counts, for its rate: the split phase advances once a document.
-UNITS = {"files": "files", "split": "docs", "contexts": "chunks", "embeddings": "chunks"}
+UNITS = {"files": "files", "split": "docs", "contexts": "chunks", "embeddings": "chunks",
+         "questions": "questions"}  # fmt: skip
 # Rich estimates speed (and so the ETA) from the advances of this many seconds; its default,
 # 30 s, leaves no estimate at all when one step of a slow run takes longer than that.
 SPEED_WINDOW_SECONDS = 120.0

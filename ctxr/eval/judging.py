@@ -7,7 +7,8 @@
   overlaps it by at least half of the shorter of the two spans (``spans_match``): a hit
   that holds most of a golden chunk, or a small hit that lies mostly inside one, finds it; a
   hit that merely touches its edge does not. One hit may find several golden chunks; each
-  golden chunk counts once.
+  golden chunk counts once (``span_ranks``). ``ctxr trial`` judges its questions' answers,
+  spans of the user's documents, by the same rule.
 - BEIR: a document is indexed as title + blank line + text (Anserini's "flat" fields); the
   hits become a ranking of distinct documents, each at its best chunk (``document_ranks``).
   BEIR scores a run of document -> score, one entry per document, so a second chunk of a
@@ -16,7 +17,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from ctxr.eval import metrics
 from ctxr.eval.datasets import EvalDataset
@@ -29,6 +30,23 @@ def spans_match(gold_start: int, gold_end: int, hit_start: int, hit_end: int) ->
     overlap = min(gold_end, hit_end) - max(gold_start, hit_start)
     shorter = min(gold_end - gold_start, hit_end - hit_start)
     return overlap > 0 and 2 * overlap >= shorter
+
+
+#: A judged span: (judged id, document id, start, end), character offsets in the document.
+JudgedSpan = tuple[str, str, int, int]
+
+
+def span_ranks(wanted: Iterable[JudgedSpan], hits: Sequence[Hit]) -> dict[str, int]:
+    """Each judged span found by `hits` (same document, ``spans_match``) with the rank of the
+    first hit that finds it. The rule of ``chunks="ours"``, and of ``ctxr trial``, whose
+    answers are spans of the user's documents."""
+    spans = list(wanted)
+    found: dict[str, int] = {}
+    for hit in hits:
+        for key, doc_id, start, end in spans:
+            if doc_id == hit.doc_id and spans_match(start, end, hit.start, hit.end):
+                found.setdefault(key, hit.rank)
+    return found
 
 
 def document_ranks(hits: Sequence[Hit]) -> dict[str, int]:
@@ -47,13 +65,7 @@ def judged_ranks(
         return metrics.first_ranks([keys.get(h.chunk_id, h.chunk_id) for h in hits])
 
     def ours(query_id: str, hits: list[Hit]) -> dict[str, int]:
-        found: dict[str, int] = {}
-        wanted = [(key, spans[key]) for key in qrels[query_id]]
-        for hit in hits:
-            for key, (doc_id, start, end) in wanted:
-                if doc_id == hit.doc_id and spans_match(start, end, hit.start, hit.end):
-                    found.setdefault(key, hit.rank)
-        return found
+        return span_ranks(((key, *spans[key]) for key in qrels[query_id]), hits)
 
     def beir(query_id: str, hits: list[Hit]) -> dict[str, int]:
         return document_ranks(hits)

@@ -16,7 +16,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,10 +38,11 @@ from ctxr.index.embed.base import Embedder
 from ctxr.index.embed.onnx import MODEL_NAME
 from ctxr.pipeline.build import index_documents
 from ctxr.pipeline.chunking import Chunker
+from ctxr.pipeline.report import IndexReport
 from ctxr.progress import NullProgress, Progress
 from ctxr.retrieve.service import SearchService
 from ctxr.tokens import count_tokens
-from ctxr.types import Chunk, Document, DocumentKind, chunk_id_for, text_hash
+from ctxr.types import Chunk, Document, DocumentKind, Hit, chunk_id_for, text_hash
 
 NO_RERANKER = "not available: no reranker configured"
 NOTE_OUTLINE = (
@@ -131,22 +132,28 @@ def eval_cache_dir(settings: Settings) -> Path:
     return base / "ctxr" / "embeddings"
 
 
-def _build(
+def build_for_eval(
     documents: Sequence[Document],
     settings: Settings,
     chunker: Chunker | None,
     chunker_name: str,
     progress: Progress,
-) -> dict[str, Any]:
+) -> IndexReport:
+    """Index `documents` into `settings.index_dir`; an evaluation index is disposable, so one
+    made with other settings is rebuilt rather than refused."""
     kwargs: dict[str, Any] = {
         "chunker": chunker,
         "chunker_name": chunker_name,
         "progress": progress,
     }
     try:
-        report = index_documents(documents, settings, **kwargs)
-    except IndexMismatchError:  # an evaluation index is disposable: rebuild it
-        report = index_documents(documents, settings, rebuild=True, **kwargs)
+        return index_documents(documents, settings, **kwargs)
+    except IndexMismatchError:
+        return index_documents(documents, settings, rebuild=True, **kwargs)
+
+
+def index_info(settings: Settings, report: IndexReport) -> dict[str, Any]:
+    """What a result says about one of its indexes."""
     return {
         "index_dir": str(settings.index_dir),
         "points": report.points_total,
@@ -154,6 +161,27 @@ def _build(
         "chunks_truncated_by_embedder": report.chunks_truncated,
         "seconds": round(report.seconds, 1),
     }
+
+
+def search_and_score(
+    service: SearchService,
+    queries: Sequence[tuple[str, str]],
+    mapper: Callable[[str, list[Hit]], dict[str, int]],
+    qrels: Mapping[str, Mapping[str, int]],
+    ks: Sequence[int],
+    *,
+    depth: int,
+    mode: str,
+    candidates: int,
+    fusion: str | None,
+) -> tuple[metrics.MetricReport, list[float]]:
+    """Run (query id, text) pairs in one batch, map each query's hits to judged ranks with
+    `mapper` and score them: the one scoring path of `ctxr eval` and `ctxr trial`."""
+    hits = service.search_many(
+        [text for _, text in queries], k=depth, mode=mode, candidates=candidates, fusion=fusion
+    )
+    found = {qid: mapper(qid, h) for (qid, _), h in zip(queries, hits, strict=True)}
+    return metrics.report_ranks(found, qrels, ks), metrics.recall_curve(found, qrels, max(ks))
 
 
 def run_eval(
@@ -208,13 +236,12 @@ def run_eval(
             name += f"-doc{base.store.doc_bm25_tokens}" if base.store.doc_bm25_tokens else ""
             settings_c = base.replace(index_dir=root / name, context=context, cache_dir=cache)
             progress.note(f"indexing {dataset.name} ({chunks} chunks, context {context})")
-            result.indexes[context] = _build(
-                documents, settings_c, chunker, f"eval-{chunks}", progress
-            )
+            built = build_for_eval(documents, settings_c, chunker, f"eval-{chunks}", progress)
+            result.indexes[context] = index_info(settings_c, built)
             embedder = components.make_embedder(settings_c, cached=True)
             embedders.append(embedder)
             services[context] = (settings_c, SearchService(settings_c, embedder=embedder))
-        texts = [q.text for q in queries]
+        pairs = [(q.query_id, q.text) for q in queries]
         for row in rows:
             settings_r = services[row.context][0] if row.context in services else base
             record = _row_settings(row, chunks, ks, depth, pool, settings_r, kind)
@@ -222,14 +249,11 @@ def run_eval(
                 result.rows.append(RowResult(row.name, record, available=False, note=NO_RERANKER))
                 continue
             started = time.perf_counter()
-            progress.note(f"querying {row.name} ({len(texts)} queries)")
-            service = services[row.context][1]
-            hits = service.search_many(
-                texts, k=depth, mode=row.mode, candidates=pool, fusion=row.fusion
-            )
-            found = {q.query_id: mapper(q.query_id, h) for q, h in zip(queries, hits, strict=True)}
-            report = metrics.report_ranks(found, qrels, ks)
-            curve = metrics.recall_curve(found, qrels, max_k)
+            progress.note(f"querying {row.name} ({len(pairs)} queries)")
+            report, curve = search_and_score(
+                services[row.context][1], pairs, mapper, qrels, ks,
+                depth=depth, mode=row.mode, candidates=pool, fusion=row.fusion,
+            )  # fmt: skip
             seconds = round(time.perf_counter() - started, 2)
             result.rows.append(RowResult(row.name, record, True, "", report.scores, curve, seconds))
     finally:
