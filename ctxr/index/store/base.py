@@ -58,6 +58,13 @@ class ScannedPoint:
     document: SparseTerms | None = None  # a carrier's whole-document BM25 vector
 
 
+def best_first(records: Sequence[ScoredRecord]) -> list[ScoredRecord]:
+    """Records by score, equal scores by point id. The engine orders equal scores as its
+    segments happen to lie, which differs from one build of an index to the next (identical
+    chunk texts score identically under BM25): a search must answer the same on both."""
+    return sorted(records, key=lambda r: (-r.score, r.point_id))
+
+
 class Store(Protocol):
     def upsert(self, points: Sequence[StoredPoint]) -> None: ...
 

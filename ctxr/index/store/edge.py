@@ -40,6 +40,7 @@ from ctxr.index.store.base import (
     ScannedPoint,
     ScoredRecord,
     StoredPoint,
+    best_first,
 )
 from ctxr.index.store.probe import disk_low, probe_load
 from ctxr.index.store.seal import compare, read_seal, remove_seal, write_seal
@@ -215,10 +216,12 @@ class EdgeStore:
             params=self._params,
         )
         with self._guarded("a search"):
-            return [
-                ScoredRecord(str(p.id), float(p.score), _payload(p.payload))
-                for p in self._shard.query(request)
-            ]
+            return best_first(
+                [
+                    ScoredRecord(str(p.id), float(p.score), _payload(p.payload))
+                    for p in self._shard.query(request)
+                ]
+            )
 
     def count(self) -> int:
         with self._guarded("counting points"):

@@ -34,6 +34,7 @@ from ctxr.index.store.base import (
     ScannedPoint,
     ScoredRecord,
     StoredPoint,
+    best_first,
 )
 from ctxr.index.store.server_client import server_errors
 from ctxr.index.store.server_writes import WritePolicy, write_batches
@@ -246,9 +247,9 @@ class QdrantServerStore:
                 with_vectors=False,
                 search_params=self._params,
             )
-        return [
-            ScoredRecord(str(p.id), float(p.score), _payload(p.payload)) for p in response.points
-        ]
+        return best_first(
+            [ScoredRecord(str(p.id), float(p.score), _payload(p.payload)) for p in response.points]
+        )
 
     def count(self) -> int:
         with self._errors("counting"):
