@@ -14,7 +14,7 @@ from ctxr.pipeline.build import build_index
 from ctxr.pipeline.report import IndexReport
 
 # Fixtures of the loopback fake LLM server (fake_llm, fake_llm_factory, fake_llm_env).
-pytest_plugins = ["fakes.pytest_plugin"]
+pytest_plugins = ["tests.fakes.pytest_plugin"]
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"

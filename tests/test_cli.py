@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
-from conftest import ROOT, BuiltIndex
-from fakes.hash_embedder import HashEmbedder
 
 from ctxr.cli import main
 from ctxr.config import load_settings
 from ctxr.pipeline.build import build_index
+from tests.conftest import ROOT, BuiltIndex
+from tests.fakes.hash_embedder import HashEmbedder
 
 HIT_FIELDS = {
     "rank", "chunk_id", "doc_id", "source", "start", "end", "heading_path", "pages", "text",

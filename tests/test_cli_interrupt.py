@@ -14,9 +14,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from fakes.llm_server import FakeLLMServer
 
 from ctxr.index.manifest import Manifest
+from tests.fakes.llm_server import FakeLLMServer
 
 # SIGINT back to Python's handler first: a suite started as a background job (`pytest &` in a
 # non-interactive shell) runs with SIGINT ignored, children inherit that, and the Ctrl-C these

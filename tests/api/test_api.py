@@ -22,7 +22,6 @@ import httpx
 import pytest
 import uvicorn
 from click.testing import CliRunner
-from conftest import ROOT, BuiltIndex
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
@@ -31,6 +30,7 @@ from ctxr.cli import main
 from ctxr.config import Settings, load_settings
 from ctxr.retrieve.hits import hit_json
 from ctxr.retrieve.service import SearchService
+from tests.conftest import ROOT, BuiltIndex
 
 TOKEN = "s3cret-token-for-tests"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import BuiltIndex
 
 from ctxr.api.app import owning_server
 from ctxr.api.hosts import HostPolicy
 from ctxr.config import Settings, load_settings
+from tests.conftest import BuiltIndex
 
 EVIL = "evil.rebind.example"
 

@@ -15,13 +15,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, BuiltIndex
 from fastapi.testclient import TestClient
 
 from ctxr.api import holder as holder_module
 from ctxr.api.app import create_app
 from ctxr.config import Settings, load_settings
 from ctxr.pipeline.build import build_index
+from tests.conftest import ROOT, BuiltIndex
 
 QUERY = {"query": "backup and restore", "k": 3}
 # Another process holding the index open until its stdin closes.

@@ -20,8 +20,9 @@ from typing import Any
 import httpx
 import pytest
 from click.testing import CliRunner
-from conftest import ROOT, BuiltIndex
 from pydantic import TypeAdapter
+
+from tests.conftest import ROOT, BuiltIndex
 
 mcp = pytest.importorskip("mcp", reason="the MCP SDK is not installed: pip install 'ctxr[mcp]'")
 

@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import BuiltIndex
 from fastapi.testclient import TestClient
 
 from ctxr.api.app import create_app
 from ctxr.config import load_settings
 from ctxr.index.owner import Owner
+from tests.conftest import BuiltIndex
 
 TOKEN = "openapi-test-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}

@@ -24,7 +24,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import ROOT, BuiltIndex
+
+from tests.conftest import ROOT, BuiltIndex
 
 pytest.importorskip("schemathesis", reason="schemathesis is in the api-test extra")
 

@@ -22,13 +22,13 @@ from typing import Any
 import httpx
 import pytest
 import uvicorn
-from conftest import BuiltIndex
-from fakes.llm_server import FakeLLMServer
 from fastapi.testclient import TestClient
 
 from ctxr.api.app import create_app
 from ctxr.api.protocol import server_config
 from ctxr.config import Settings, load_settings
+from tests.conftest import BuiltIndex
+from tests.fakes.llm_server import FakeLLMServer
 
 DEADLINE = 60.0  # seconds any awaited condition may take on a loaded machine
 

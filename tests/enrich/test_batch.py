@@ -11,8 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes.hash_embedder import HashEmbedder
-from fakes.llm_server import FakeLLMServer, RecordedRequest
 
 from ctxr.config import load_settings
 from ctxr.enrich.situate.batch import BatchOptions
@@ -29,6 +27,8 @@ from ctxr.pipeline.report import IndexReport
 from ctxr.tokens import count_tokens
 from ctxr.types import Chunk, Document
 from tests.enrich.test_queue import corpus, make_document
+from tests.fakes.hash_embedder import HashEmbedder
+from tests.fakes.llm_server import FakeLLMServer, RecordedRequest
 
 MODELS = {"anthropic": "claude-haiku-4-5", "openai": "gpt-4o-mini"}
 # Haiku 4.5 caches from 4,096 tokens: 200-word sections of 30 chunks reach it, 3 do not.

@@ -15,10 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes.hash_embedder import HashEmbedder
-from fakes.llm_server import FakeLLMServer
-from fakes.llm_window import ServerKind
-from fakes.llm_wire import asked_ids, count_request_tokens, named_answer
 
 from ctxr.config import load_settings
 from ctxr.enrich.situate.contexts import llm_timeout
@@ -36,6 +32,10 @@ from ctxr.pipeline.build import build_index
 from ctxr.pipeline.estimate import estimate_paths
 from ctxr.tokens import count_tokens
 from ctxr.types import Chunk, Document, chunk_id_for, text_hash
+from tests.fakes.hash_embedder import HashEmbedder
+from tests.fakes.llm_server import FakeLLMServer
+from tests.fakes.llm_window import ServerKind
+from tests.fakes.llm_wire import asked_ids, count_request_tokens, named_answer
 
 CONTEXT = "This passage belongs to a maintenance note and lists the measured facts."
 MODEL = "served-model"

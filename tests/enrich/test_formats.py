@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-from fakes.hash_embedder import HashEmbedder
 
 from ctxr.config import load_settings
 from ctxr.enrich.load.documents import kind_of, load_document
@@ -14,6 +13,7 @@ from ctxr.enrich.split import split_document
 from ctxr.errors import LoadError
 from ctxr.pipeline.build import build_index
 from ctxr.retrieve.service import SearchService
+from tests.fakes.hash_embedder import HashEmbedder
 
 RST = """\
 =============

@@ -10,9 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes.hash_embedder import HashEmbedder
-from fakes.llm_server import FakeLLMServer
-from fakes.llm_wire import asked_ids, default_respond
 
 from ctxr.config import load_settings
 from ctxr.enrich.situate.group import (
@@ -27,6 +24,9 @@ from ctxr.llm.registry import make_llm
 from ctxr.pipeline.build import build_index
 from ctxr.pipeline.report import IndexReport
 from ctxr.types import Chunk, chunk_id_for
+from tests.fakes.hash_embedder import HashEmbedder
+from tests.fakes.llm_server import FakeLLMServer
+from tests.fakes.llm_wire import asked_ids, default_respond
 
 _QUOTED = re.compile(r'<chunk id="(c\d+)">')
 

@@ -6,7 +6,6 @@ import re
 from pathlib import Path
 
 import pytest
-from fakes.hash_embedder import HashEmbedder
 
 from ctxr.config import load_settings
 from ctxr.enrich.load.documents import load_document
@@ -16,6 +15,7 @@ from ctxr.errors import LoadError
 from ctxr.pipeline.build import build_index
 from ctxr.tokens import count_tokens
 from ctxr.types import Chunk, Document, text_hash
+from tests.fakes.hash_embedder import HashEmbedder
 
 NOISE = ("SiteBanner", "NavLink", "secretScript", "secret-style", "SiteFooter", "NoScript",
          "HiddenText", "tracking", "AsideText", "a comment")  # fmt: skip

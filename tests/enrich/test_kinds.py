@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from fakes.hash_embedder import HashEmbedder
 
 from ctxr.cli import main
 from ctxr.config import load_settings
@@ -21,6 +20,7 @@ from ctxr.enrich.load.kinds import (
 from ctxr.errors import ConfigError
 from ctxr.index.manifest import Manifest
 from ctxr.pipeline.build import build_index
+from tests.fakes.hash_embedder import HashEmbedder
 
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00"
 SVG = (

@@ -6,7 +6,6 @@ import codecs
 from pathlib import Path
 
 import pytest
-from fakes.hash_embedder import HashEmbedder
 
 from ctxr.config import load_settings
 from ctxr.enrich.load.documents import kind_of, load_document
@@ -16,6 +15,7 @@ from ctxr.errors import BinaryFileError, LoadError, UndecodableFileError
 from ctxr.index.manifest import Manifest
 from ctxr.pipeline.build import build_index
 from ctxr.types import text_hash
+from tests.fakes.hash_embedder import HashEmbedder
 
 PNG_BYTES = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06"
 

@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from fakes.hash_embedder import HashEmbedder
 
 from ctxr.config import load_settings
 from ctxr.enrich.load.documents import load_document
@@ -19,6 +18,7 @@ from ctxr.enrich.split import split_document
 from ctxr.errors import LoadError
 from ctxr.pipeline.build import build_index
 from ctxr.retrieve.service import SearchService
+from tests.fakes.hash_embedder import HashEmbedder
 
 _SKIP = "needs the office-test extra: pip install -e '.[office-test]'"
 pytest.importorskip("markitdown", reason=_SKIP)

@@ -12,9 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes.hash_embedder import HashEmbedder
-from fakes.llm_server import FakeLLMServer
-from fakes.llm_wire import asked_ids, default_respond
 
 from ctxr.config import load_settings
 from ctxr.enrich.situate.group import named_schema, pack_ask
@@ -24,6 +21,9 @@ from ctxr.llm.base import Usage
 from ctxr.pipeline.build import build_index
 from ctxr.pipeline.estimate import estimate_paths
 from ctxr.types import Chunk, Document, chunk_id_for, text_hash
+from tests.fakes.hash_embedder import HashEmbedder
+from tests.fakes.llm_server import FakeLLMServer
+from tests.fakes.llm_wire import asked_ids, default_respond
 
 
 def _document(name: str, words: list[str]) -> tuple[Document, list[Chunk]]:

@@ -12,8 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes.llm_server import FakeLLMServer
-from fakes.llm_wire import asked_ids, named_answer
 
 from ctxr.enrich.situate.ledger import Ledger
 from ctxr.enrich.situate.plan import PlanOptions, RequestPlan, plan_requests
@@ -24,6 +22,8 @@ from ctxr.llm.base import LLM, PromptGroup, Usage
 from ctxr.llm.registry import make_counter, make_llm
 from ctxr.tokens import count_tokens
 from ctxr.types import Chunk, Document, chunk_id_for, text_hash
+from tests.fakes.llm_server import FakeLLMServer
+from tests.fakes.llm_wire import asked_ids, named_answer
 
 CONTEXT = "This passage belongs to a note on natural phenomena and lists measured facts."
 SONNET = "claude-sonnet-4-6"  # caches from 1,024 tokens

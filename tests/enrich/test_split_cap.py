@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import BuiltIndex
 
 from ctxr.config import load_settings
 from ctxr.enrich.situate.contexts import ContextPlan, resolve_context
@@ -18,6 +17,7 @@ from ctxr.pipeline.chunking import default_chunker
 from ctxr.pipeline.recipe import document_recipe
 from ctxr.tokens import count_tokens
 from ctxr.types import Chunk, Document, DocumentKind, chunk_id_for, text_hash
+from tests.conftest import BuiltIndex
 
 LIMIT = 256 - 48  # the local MiniLM's input less the default context reserve
 

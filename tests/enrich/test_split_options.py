@@ -9,7 +9,6 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 import pytest
-from fakes.hash_embedder import HashEmbedder
 
 from ctxr.config import load_settings
 from ctxr.enrich.situate.contexts import resolve_context
@@ -21,6 +20,7 @@ from ctxr.pipeline.chunking import default_chunker
 from ctxr.pipeline.recipe import document_recipe
 from ctxr.types import DocumentKind
 from tests.enrich.test_split import check_invariants, make_doc
+from tests.fakes.hash_embedder import HashEmbedder
 
 
 def _markdown(seed: int) -> str:

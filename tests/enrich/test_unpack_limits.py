@@ -9,13 +9,13 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from fakes.hash_embedder import HashEmbedder
 
 from ctxr.config import load_settings
 from ctxr.enrich.load.documents import load_document
 from ctxr.enrich.load.kinds import summarize_skips
 from ctxr.errors import SkipFileError
 from ctxr.pipeline.build import build_index
+from tests.fakes.hash_embedder import HashEmbedder
 
 
 def _zip(path: Path, members: dict[str, bytes]) -> Path:

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from fakes.hash_embedder import HashEmbedder
 
 from ctxr.cli import main as cli
 from ctxr.config import load_settings
@@ -17,6 +16,7 @@ from ctxr.enrich.load.kinds import summarize_skips
 from ctxr.enrich.load.walk import Skipped, walk, walk_changed
 from ctxr.index.manifest import Manifest
 from ctxr.pipeline.build import build_index
+from tests.fakes.hash_embedder import HashEmbedder
 
 
 def _split(items: list[Path | Skipped]) -> tuple[list[str], dict[str, str]]:

@@ -11,13 +11,13 @@ from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
 
-from fakes import llm_window
-from fakes.llm_batches import BATCH_PATHS
-from fakes.llm_cache import AnthropicPlan, OpenAIPlan
-from fakes.llm_embeddings import embed
-from fakes.llm_faults import Admission, Tokens, format_duration, format_retry_after, latency_for
-from fakes.llm_rerank import rerank
-from fakes.llm_wire import (
+from . import llm_window
+from .llm_batches import BATCH_PATHS
+from .llm_cache import AnthropicPlan, OpenAIPlan
+from .llm_embeddings import embed
+from .llm_faults import Admission, Tokens, format_duration, format_retry_after, latency_for
+from .llm_rerank import rerank
+from .llm_wire import (
     BadRequest,
     Provider,
     anthropic_message,
@@ -32,7 +32,7 @@ from fakes.llm_wire import (
 )
 
 if TYPE_CHECKING:
-    from fakes.llm_server import FakeLLMServer, RecordedRequest
+    from .llm_server import FakeLLMServer, RecordedRequest
 
 ROUTES: dict[str, tuple[str, Provider]] = {
     "/v1/messages": ("messages", "anthropic"),

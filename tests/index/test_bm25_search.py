@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fakes.hash_embedder import HashEmbedder
-
 from ctxr.config import load_settings
 from ctxr.pipeline.build import build_index
 from ctxr.retrieve.service import SearchService
+from tests.fakes.hash_embedder import HashEmbedder
 
 CODE = '''class HTTPServer:
     def handle_request(self, request):

@@ -13,7 +13,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fakes.hash_embedder import HashEmbedder
 from qdrant_client import QdrantClient
 
 from ctxr.config import load_settings
@@ -33,6 +32,7 @@ from ctxr.index.store.edge import EdgeStore
 from ctxr.index.store.server import QdrantServerStore
 from ctxr.pipeline.build import build_index
 from ctxr.types import chunk_id_for
+from tests.fakes.hash_embedder import HashEmbedder
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore:Payload indexes have no effect in the local Qdrant"),

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from fakes.hash_embedder import HashEmbedder
 
 from ctxr.index.embed.base import Embedder
 from ctxr.index.embed.cache import CachedEmbedder
+from tests.fakes.hash_embedder import HashEmbedder
 
 
 def test_hash_embedder_is_an_embedder() -> None:

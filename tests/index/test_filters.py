@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from conftest import BuiltIndex
 from fastapi.testclient import TestClient
 from qdrant_client import QdrantClient
 
@@ -33,6 +32,7 @@ from ctxr.index.store.edge import EdgeStore
 from ctxr.index.store.server import QdrantServerStore
 from ctxr.retrieve.service import SearchService
 from ctxr.types import chunk_id_for
+from tests.conftest import BuiltIndex
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore:Payload indexes have no effect in the local Qdrant"),

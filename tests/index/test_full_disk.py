@@ -18,8 +18,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, BuiltIndex
-from fakes.llm_server import FakeLLMServer
 
 from ctxr.config import load_settings
 from ctxr.disk import free_bytes
@@ -27,6 +25,8 @@ from ctxr.errors import StorageError
 from ctxr.index.manifest import MANIFEST_NAME, Manifest
 from ctxr.index.store import seal
 from ctxr.pipeline.build import build_index
+from tests.conftest import ROOT, BuiltIndex
+from tests.fakes.llm_server import FakeLLMServer
 
 MAIN = "import sys; sys.argv[0] = 'ctxr'; from ctxr.cli import main; main()"
 MB = 2**20

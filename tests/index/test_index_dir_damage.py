@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-from conftest import ROOT, BuiltIndex
 
 from ctxr.cli import main
 from ctxr.errors import IndexError_
 from ctxr.index.manifest import MANIFEST_NAME, Manifest
 from ctxr.index.run_lock import LOCK_NAME, index_lock
+from tests.conftest import ROOT, BuiltIndex
 
 
 def _copy(index: BuiltIndex, to: Path) -> Path:

@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-from conftest import ROOT, BuiltIndex
 
 from ctxr.cli import main
 from ctxr.config import Settings, load_settings
@@ -29,6 +28,7 @@ from ctxr.index.store.edge import EdgeStore
 from ctxr.index.store.factory import shard_path
 from ctxr.pipeline.build import build_index
 from ctxr.retrieve.service import SearchService
+from tests.conftest import ROOT, BuiltIndex
 
 
 def _segment(index_dir: Path) -> Path:

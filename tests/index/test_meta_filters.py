@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from fakes.hash_embedder import HashEmbedder
 from qdrant_client import QdrantClient
 
 from ctxr.cli import main
@@ -23,6 +22,7 @@ from ctxr.index.store.server import QdrantServerStore
 from ctxr.pipeline.build import build_index
 from ctxr.retrieve.service import SearchService
 from ctxr.types import chunk_id_for
+from tests.fakes.hash_embedder import HashEmbedder
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore:Payload indexes have no effect in the local Qdrant"),

@@ -8,8 +8,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fakes.llm_embeddings import fake_embedding
-from fakes.llm_server import FakeLLMServer
 
 from ctxr.config import load_settings
 from ctxr.errors import ConfigError, EmbedderError, IndexMismatchError
@@ -20,6 +18,8 @@ from ctxr.index.embed.openai import OpenAIEmbedder
 from ctxr.pipeline.build import build_index
 from ctxr.retrieve.service import SearchService
 from ctxr.tokens import count_tokens
+from tests.fakes.llm_embeddings import fake_embedding
+from tests.fakes.llm_server import FakeLLMServer
 
 MODEL = "test-embed"  # the fake's small test model: 64 dimensions
 Factory = Callable[..., FakeLLMServer]

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from fakes.llm_server import FakeLLMServer
 
 from ctxr.errors import EmbedderError
 from ctxr.index.embed.openai import OpenAIEmbedder
+from tests.fakes.llm_server import FakeLLMServer
 
 
 def test_an_hours_retry_after_is_not_waited_for(fake_llm: FakeLLMServer) -> None:

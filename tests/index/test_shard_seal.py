@@ -19,7 +19,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, BuiltIndex
 
 from ctxr.config import load_settings
 from ctxr.errors import IndexCorruptError
@@ -28,6 +27,7 @@ from ctxr.index.store.edge import EdgeStore
 from ctxr.index.store.factory import shard_path
 from ctxr.pipeline.build import build_index
 from ctxr.retrieve.service import SearchService
+from tests.conftest import ROOT, BuiltIndex
 
 MAIN = "import sys; sys.argv[0] = 'ctxr'; from ctxr.cli import main; main()"
 

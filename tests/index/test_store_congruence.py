@@ -17,8 +17,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
-from fakes.hash_embedder import HashEmbedder
 from qdrant_client import QdrantClient
 
 from ctxr.config import load_settings
@@ -31,6 +29,8 @@ from ctxr.index.store.server import QdrantServerStore
 from ctxr.pipeline.build import build_index
 from ctxr.retrieve.service import SearchService
 from ctxr.types import chunk_id_for
+from tests.conftest import ROOT
+from tests.fakes.hash_embedder import HashEmbedder
 
 # pytest resets warning filters per test: repeat server_store's silencing of local mode's notes.
 pytestmark = [

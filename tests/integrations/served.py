@@ -11,9 +11,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from conftest import BuiltIndex
 
 from ctxr.config import load_settings
+from tests.conftest import BuiltIndex
 
 TOKEN = "integrations-token"
 QUERY = "fix LUM-E310 migration lock held"

@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import BuiltIndex
+
+from tests.conftest import BuiltIndex
 
 pytest.importorskip(
     "langchain_core", reason="langchain-core is not installed: pip install 'ctxr[langchain]'"
@@ -17,10 +18,10 @@ pytest.importorskip(
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ValidationError
-from served import FILTERS, QUERY, TOKEN, expected_hits, served_app_url  # noqa: F401
 
 from ctxr.errors import ConfigError, IndexNotFoundError, ProviderError
 from ctxr.integrations.langchain import CtxrRetriever
+from tests.integrations.served import FILTERS, QUERY, TOKEN, expected_hits, served_app_url  # noqa: F401
 
 Expected = dict[str, list[dict[str, Any]]]
 

@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, BuiltIndex
+
+from tests.conftest import ROOT, BuiltIndex
 
 pytest.importorskip(
     "llama_index.core", reason="llama-index-core is not installed: pip install 'ctxr[llama-index]'"
@@ -16,10 +17,10 @@ pytest.importorskip(
 
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
-from served import FILTERS, QUERY, TOKEN, expected_hits, served_app_url  # noqa: F401
 
 from ctxr.errors import ConfigError, IndexNotFoundError, ProviderError
 from ctxr.integrations.llama_index import CtxrRetriever
+from tests.integrations.served import FILTERS, QUERY, TOKEN, expected_hits, served_app_url  # noqa: F401
 
 Expected = dict[str, list[dict[str, Any]]]
 

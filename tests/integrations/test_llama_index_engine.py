@@ -8,7 +8,8 @@ import asyncio
 from typing import Any
 
 import pytest
-from conftest import BuiltIndex
+
+from tests.conftest import BuiltIndex
 
 pytest.importorskip(
     "llama_index.core", reason="llama-index-core is not installed: pip install 'ctxr[llama-index]'"
@@ -16,9 +17,9 @@ pytest.importorskip(
 
 from llama_index.core.llms import MockLLM
 from llama_index.core.query_engine import RetrieverQueryEngine
-from served import QUERY, TOKEN, expected_hits, served_app_url  # noqa: F401
 
 from ctxr.integrations.llama_index import CtxrRetriever
+from tests.integrations.served import QUERY, TOKEN, expected_hits, served_app_url  # noqa: F401
 
 Expected = dict[str, list[dict[str, Any]]]
 

@@ -13,7 +13,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, BuiltIndex
+
+from tests.conftest import ROOT, BuiltIndex
 
 
 def _snippets() -> list[str]:

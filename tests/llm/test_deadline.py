@@ -14,7 +14,6 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import pytest
-from fakes.llm_server import FakeLLMServer
 
 from ctxr.enrich.situate.ledger import Ledger
 from ctxr.enrich.situate.prompt import SituateRequest
@@ -27,6 +26,7 @@ from ctxr.llm.deadline import MAX_ANSWER_BYTES
 from ctxr.llm.openai import OpenAILLM
 from ctxr.retrieve.rerank.http import HTTPReranker
 from ctxr.types import Chunk, Document, chunk_id_for, text_hash
+from tests.fakes.llm_server import FakeLLMServer
 
 TIMEOUT = 0.5
 DRIP_SECONDS = 30.0

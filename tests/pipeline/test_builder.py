@@ -8,8 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, BuiltIndex
-from fakes.hash_embedder import HashEmbedder
 
 from ctxr.config import Settings, load_settings
 from ctxr.index.manifest import Manifest
@@ -18,6 +16,8 @@ from ctxr.index.store.factory import shard_path
 from ctxr.pipeline.build import build_index, index_documents
 from ctxr.retrieve.service import SearchService
 from ctxr.types import Chunk, Document, chunk_id_for, text_hash
+from tests.conftest import ROOT, BuiltIndex
+from tests.fakes.hash_embedder import HashEmbedder
 
 
 def all_points(index_dir: Path, dim: int) -> dict[str, dict[str, Any]]:

@@ -10,9 +10,6 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from fakes.hash_embedder import HashEmbedder
-from fakes.llm_server import FakeLLMServer
-from fakes.llm_wire import asked_ids, named_answer
 
 from ctxr.cli import main
 from ctxr.config import Settings, load_settings
@@ -32,6 +29,9 @@ from ctxr.pipeline.collect import LoadTally, load_paths
 from ctxr.pipeline.estimate import estimate_paths
 from ctxr.pipeline.estimate_report import ModelEstimate
 from ctxr.tokens import count_tokens
+from tests.fakes.hash_embedder import HashEmbedder
+from tests.fakes.llm_server import FakeLLMServer
+from tests.fakes.llm_wire import asked_ids, named_answer
 
 TOPICS = ("glaciers", "volcanoes", "tides")
 # Every context the fake answers is this sentence, so output tokens are known exactly.

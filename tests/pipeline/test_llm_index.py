@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from fakes.hash_embedder import HashEmbedder
-from fakes.llm_server import FakeLLMServer
 
 from ctxr.cli import main
 from ctxr.config import load_settings
 from ctxr.index.manifest import Manifest
 from ctxr.pipeline.build import build_index
 from ctxr.pipeline.report import IndexReport
+from tests.fakes.hash_embedder import HashEmbedder
+from tests.fakes.llm_server import FakeLLMServer
 
 # Sonnet caches prefixes from 1,024 tokens on; each long document is about 1,500. Its price
 # comes from a user prices file, which also exercises CTXR_PRICES_FILE.

@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-from fakes.hash_embedder import HashEmbedder
 
 from ctxr.config import Settings, load_settings
 from ctxr.errors import ConfigError
@@ -14,6 +13,7 @@ from ctxr.index.manifest import MANIFEST_NAME
 from ctxr.pipeline.build import build_index
 from ctxr.retrieve.documents import land_documents
 from ctxr.retrieve.service import DOCUMENT_MODE, SearchService
+from tests.fakes.hash_embedder import HashEmbedder
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore:Payload indexes have no effect in the local Qdrant"),

@@ -6,7 +6,6 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 import pytest
-from conftest import ROOT, BuiltIndex
 
 from ctxr.config import load_settings, parse_weights
 from ctxr.errors import ConfigError
@@ -15,6 +14,7 @@ from ctxr.retrieve.fusion import reciprocal_rank_fusion
 from ctxr.retrieve.passages import merge_adjacent
 from ctxr.retrieve.service import SearchService
 from ctxr.types import Hit, RetrieverScore
+from tests.conftest import ROOT, BuiltIndex
 
 WEIGHTS = parse_weights("dense=0.8,bm25=0.2")
 DOC = "0123456789abcdefghijklmnopqrstuvwxyz"

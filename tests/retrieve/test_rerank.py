@@ -12,9 +12,6 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from conftest import BuiltIndex
-from fakes.llm_rerank import relevance
-from fakes.llm_server import FakeLLMServer
 from fastapi.testclient import TestClient
 
 from ctxr.api.app import create_app
@@ -28,6 +25,9 @@ from ctxr.retrieve.rerank.llm import UNPARSEABLE, parse_scores, rerank_prompt
 from ctxr.retrieve.rerank.registry import resolve
 from ctxr.retrieve.service import SearchService
 from ctxr.types import Hit
+from tests.conftest import BuiltIndex
+from tests.fakes.llm_rerank import relevance
+from tests.fakes.llm_server import FakeLLMServer
 
 QUERY = "how are chunk contexts cached"
 _PASSAGE_ID = re.compile(r'<passage id="(\d+)">')

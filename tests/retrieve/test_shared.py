@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 
 import pytest
-from conftest import BuiltIndex
 
 from ctxr.config import load_settings
 from ctxr.errors import IndexInUseError
@@ -15,6 +14,7 @@ from ctxr.index.store.factory import shard_path
 from ctxr.retrieve import shared
 from ctxr.retrieve.searcher import SearchOptions
 from ctxr.retrieve.service import SearchService
+from tests.conftest import BuiltIndex
 
 QUERY = "fix LUM-E310 migration lock held"
 
