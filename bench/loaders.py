@@ -46,7 +46,7 @@ def _fixtures(root: Path) -> list[Path]:
     from ebooklib import epub
 
     tests = Path(__file__).resolve().parents[1] / "tests"
-    sys.path[:0] = [str(tests / "enrich"), str(tests)]
+    sys.path[:0] = [str(tests / "enrich" / "load"), str(tests.parent)]
     from test_formats import RST, _notebook  # the tests' own fixtures
 
     (root / "guide.md").write_text("# Guide\n\n" + "Polish the brass. " * 200)

@@ -12,13 +12,11 @@ import pytest
 from ctxr.config import Settings, load_settings
 from ctxr.pipeline.build import build_index
 from ctxr.pipeline.report import IndexReport
+from tests.fixtures.paths import ROOT
 
 # Fixtures of the loopback fake LLM server (fake_llm, fake_llm_factory, fake_llm_env).
 pytest_plugins = ["tests.fakes.pytest_plugin"]
 
-ROOT = Path(__file__).resolve().parent.parent
-EXAMPLES = ROOT / "examples"
-JUDGED = ROOT / "tests" / "data" / "judged" / "queries.jsonl"
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,7 @@ import pytest
 
 from ctxr.config import Settings, load_settings
 from ctxr.errors import ConfigError
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.fixtures.paths import ROOT
 
 
 def test_env_example_lists_every_setting() -> None:

@@ -4,7 +4,7 @@ many empty headings is packed into chunks near the budget, not one tiny chunk pe
 from __future__ import annotations
 
 from ctxr.enrich.split import split_document
-from tests.enrich.test_split import check_invariants, make_doc
+from tests.enrich.split.test_split import check_invariants, make_doc
 
 
 def test_a_file_of_empty_headings_packs_up_to_the_budget() -> None:

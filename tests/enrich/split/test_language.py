@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from pathlib import Path
 
 import pytest
 
@@ -20,8 +19,8 @@ from ctxr.index.embed.onnx import OnnxEmbedder
 from ctxr.pipeline.chunking import chunk_budget, default_chunker, document_budget
 from ctxr.tokens import get_encoding
 from ctxr.types import Document, DocumentKind
+from tests.fixtures.paths import UDHR as UDHR_FILE
 
-UDHR_FILE = Path(__file__).resolve().parent.parent / "data" / "languages" / "udhr_1_3.json"
 UDHR: dict[str, list[str]] = json.loads(UDHR_FILE.read_text(encoding="utf-8"))["texts"]
 
 

@@ -7,7 +7,7 @@ prefix and pages. The PDF is written at test time by the hand-made PDF helper of
 ``test_pdf.py`` (no binary fixture is checked in).
 
 Regenerate after an intended change with ``CTXR_UPDATE_GOLDEN=1 pytest
-tests/enrich/test_split_golden.py``, then have a person review the diff of ``expected/``.
+tests/enrich/split/test_golden.py``, then have a person review the diff of ``expected/``.
 """
 
 from __future__ import annotations
@@ -22,8 +22,9 @@ from ctxr.enrich.load.documents import load_document
 from ctxr.enrich.split import split_document
 from ctxr.tokens import count_tokens
 from ctxr.types import Chunk, Document
+from tests.fixtures.paths import DATA
 
-GOLDEN = Path(__file__).resolve().parent.parent / "data" / "golden"
+GOLDEN = DATA / "golden"
 EXPECTED = GOLDEN / "expected"
 UPDATE = os.environ.get("CTXR_UPDATE_GOLDEN") == "1"
 MAX_TOKENS = 96  # small enough that every file splits into several chunks
@@ -97,9 +98,9 @@ def test_prose_golden_keeps_crlf() -> None:
 
 def test_golden_pdf(tmp_path: Path) -> None:
     try:
-        from tests.enrich.test_pdf import make_pdf, sentences
+        from tests.enrich.load.test_pdf import make_pdf, sentences
     except ImportError:  # pragma: no cover - the helper moved or pypdf is missing
-        pytest.skip("the hand-made PDF helper of tests/enrich/test_pdf.py is not importable")
+        pytest.skip("the hand-made PDF helper of tests/enrich/load/test_pdf.py is not importable")
     path = tmp_path / "report.pdf"
     path.write_bytes(make_pdf([sentences(page, 6) for page in (1, 2, 3)]))
     doc = load_document(path)

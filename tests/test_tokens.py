@@ -4,6 +4,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.fixtures.paths import ROOT
+
 SCRIPT = """
 import logging, sys
 logging.basicConfig(level=logging.INFO, stream=sys.stderr)
@@ -15,9 +17,8 @@ print(get_encoding("o200k_base").name)
 
 def test_tiktoken_is_seeded_offline_once(tmp_path: Path) -> None:
     env = {**os.environ, "TIKTOKEN_CACHE_DIR": str(tmp_path)}
-    root = Path(__file__).resolve().parents[2]
     first = subprocess.run(
-        [sys.executable, "-c", SCRIPT], env=env, cwd=root, capture_output=True, text=True
+        [sys.executable, "-c", SCRIPT], env=env, cwd=ROOT, capture_output=True, text=True
     )
     assert first.returncode == 0, first.stderr
     assert first.stdout.split() == ["6", "o200k_base"]
@@ -25,7 +26,7 @@ def test_tiktoken_is_seeded_offline_once(tmp_path: Path) -> None:
     url = "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken"
     assert (tmp_path / hashlib.sha1(url.encode()).hexdigest()).is_file()
     second = subprocess.run(
-        [sys.executable, "-c", SCRIPT], env=env, cwd=root, capture_output=True, text=True
+        [sys.executable, "-c", SCRIPT], env=env, cwd=ROOT, capture_output=True, text=True
     )
     assert second.returncode == 0
     assert "seeded" not in second.stderr  # said once, not on every run

@@ -6,7 +6,6 @@ import itertools
 import logging
 import random
 import re
-from pathlib import Path
 
 import pytest
 
@@ -14,9 +13,8 @@ from ctxr.enrich.split import split_document
 from ctxr.enrich.split.code_languages import SUPPORTED, parser_for
 from ctxr.tokens import count_tokens
 from ctxr.types import Chunk, Document, text_hash
-from tests.enrich.test_split import check_invariants
-
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+from tests.enrich.split.test_split import check_invariants
+from tests.fixtures.paths import EXAMPLES, ROOT
 
 PYTHON = '''"""Caché helpers — überall."""
 
@@ -475,7 +473,7 @@ def test_invariants_hold_for_mangled_sources(language: str) -> None:
 
 
 def test_the_projects_own_sources_split_cleanly() -> None:
-    root = Path(__file__).resolve().parents[2] / "ctxr"
+    root = ROOT / "ctxr"
     for path in sorted(root.rglob("*.py"))[:40]:
         text = path.read_text(encoding="utf-8")
         doc = make_code(text, "python", path.name)

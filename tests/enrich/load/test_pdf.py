@@ -14,7 +14,7 @@ from ctxr.enrich.split import split_document
 from ctxr.enrich.split.pages import page_starts, pages_of
 from ctxr.errors import LoadError
 from ctxr.types import PAGE_BREAK
-from tests.enrich.test_split import check_invariants
+from tests.enrich.split.test_split import check_invariants
 
 
 def make_pdf(pages: list[list[str]]) -> bytes:

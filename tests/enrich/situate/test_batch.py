@@ -26,7 +26,7 @@ from ctxr.pipeline.estimate import estimate_paths
 from ctxr.pipeline.report import IndexReport
 from ctxr.tokens import count_tokens
 from ctxr.types import Chunk, Document
-from tests.enrich.test_queue import corpus, make_document
+from tests.enrich.situate.test_queue import corpus, make_document
 from tests.fakes.hash_embedder import HashEmbedder
 from tests.fakes.llm_server import FakeLLMServer, RecordedRequest
 

@@ -11,9 +11,9 @@ from click.testing import CliRunner, Result
 from ctxr.cli import main
 from ctxr.enrich.load.documents import load_document
 from ctxr.enrich.split import split_document
-from tests.enrich.test_pdf import make_pdf, sentences
+from tests.enrich.load.test_pdf import make_pdf, sentences
+from tests.fixtures.paths import ROOT, UDHR
 
-ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "docs" / "configuration.md"
 
 
@@ -103,7 +103,7 @@ def test_a_bad_flag_value_is_named_by_its_flag() -> None:
 
 
 def test_json_says_the_language_and_the_budget_it_chose(tmp_path: Path) -> None:
-    texts = json.loads((ROOT / "tests/data/languages/udhr_1_3.json").read_text("utf-8"))["texts"]
+    texts = json.loads((UDHR).read_text("utf-8"))["texts"]
     japanese = tmp_path / "udhr_ja.txt"
     japanese.write_text("\n\n".join(texts["ja"] * 6), encoding="utf-8")
     data = json.loads(run(japanese, "--json").output)

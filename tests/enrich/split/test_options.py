@@ -19,7 +19,7 @@ from ctxr.errors import ConfigError
 from ctxr.pipeline.chunking import default_chunker
 from ctxr.pipeline.recipe import document_recipe
 from ctxr.types import DocumentKind
-from tests.enrich.test_split import check_invariants, make_doc
+from tests.enrich.split.test_split import check_invariants, make_doc
 from tests.fakes.hash_embedder import HashEmbedder
 
 

@@ -10,7 +10,7 @@ from ctxr.enrich.situate.validate import EMPTY, NOT_A_CONTEXT, TOO_LONG, check_c
 from ctxr.enrich.situate.window import plan_blocks, plan_prefixes, windows
 from ctxr.tokens import count_tokens
 from ctxr.types import Chunk, chunk_id_for
-from tests.enrich.test_queue import make_document
+from tests.enrich.situate.test_queue import make_document
 from tests.fakes.scripted_llm import words
 
 

@@ -13,7 +13,7 @@ from ctxr.enrich.load.chat import TURN, looks_like_conversation, render_chat_jso
 from ctxr.enrich.load.documents import load_document
 from ctxr.enrich.split import split_document
 from ctxr.types import Document
-from tests.enrich.test_split import check_invariants, make_doc
+from tests.enrich.split.test_split import check_invariants, make_doc
 
 SPEAKERS = ("Alice", "Bob", "Dr. Carol Smith")
 

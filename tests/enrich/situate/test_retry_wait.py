@@ -18,7 +18,7 @@ from ctxr.enrich.situate.results import Backoff, SituateResult
 from ctxr.errors import ProviderError
 from ctxr.llm.ratelimit import RateLimiter
 from ctxr.types import Chunk, Document
-from tests.enrich.test_queue import RecordingProgress, corpus
+from tests.enrich.situate.test_queue import RecordingProgress, corpus
 from tests.fakes.scripted_llm import ScriptedLLM, words
 
 CAP_SECONDS = 10.0
