@@ -12,7 +12,8 @@ import sys
 from pathlib import Path
 
 import ctxr
-from tests.conftest import ROOT, BuiltIndex
+from tests.fixtures.index import BuiltIndex
+from tests.fixtures.paths import ROOT
 
 CTXR = Path(sys.executable).parent / "ctxr"
 QUICKSTART = (

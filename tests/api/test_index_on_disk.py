@@ -21,7 +21,8 @@ from ctxr.api import holder as holder_module
 from ctxr.api.app import create_app
 from ctxr.config import Settings, load_settings
 from ctxr.pipeline.build import build_index
-from tests.conftest import ROOT, BuiltIndex
+from tests.fixtures.index import BuiltIndex
+from tests.fixtures.paths import ROOT
 
 QUERY = {"query": "backup and restore", "k": 3}
 # Another process holding the index open until its stdin closes.

@@ -25,7 +25,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import ROOT, BuiltIndex
+from tests.fixtures.index import BuiltIndex
+from tests.fixtures.paths import ROOT
 
 pytest.importorskip("schemathesis", reason="schemathesis is in the api-test extra")
 

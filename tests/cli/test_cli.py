@@ -12,8 +12,9 @@ from click.testing import CliRunner, Result
 from ctxr.cli import main
 from ctxr.config import load_settings
 from ctxr.pipeline.build import build_index
-from tests.conftest import ROOT, BuiltIndex
 from tests.fakes.hash_embedder import HashEmbedder
+from tests.fixtures.index import BuiltIndex
+from tests.fixtures.paths import ROOT
 
 HIT_FIELDS = {
     "rank", "chunk_id", "doc_id", "source", "start", "end", "heading_path", "pages", "text",

@@ -14,7 +14,6 @@ from qdrant_client import QdrantClient
 
 from ctxr.api.app import create_app
 from ctxr.cli import main
-from ctxr.config import load_settings
 from ctxr.errors import ConfigError
 from ctxr.index.bm25.weights import document_vector, query_vector
 from ctxr.index.filters import (
@@ -32,7 +31,7 @@ from ctxr.index.store.edge import EdgeStore
 from ctxr.index.store.server import QdrantServerStore
 from ctxr.retrieve.service import SearchService
 from ctxr.types import chunk_id_for
-from tests.conftest import BuiltIndex
+from tests.fixtures.index import BuiltIndex
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore:Payload indexes have no effect in the local Qdrant"),
@@ -276,7 +275,7 @@ def test_unknown_field_is_a_config_error(service: SearchService) -> None:
 
 
 def test_api_filters_and_unknown_field(examples_index: BuiltIndex) -> None:
-    settings = load_settings(index_dir=examples_index.index_dir, cache_dir=examples_index.cache_dir)
+    settings = examples_index.settings_with()
     with TestClient(create_app(settings)) as client:
         body = {"query": "retry budget", "k": 3, "filters": {"source": "examples/lumen/"}}
         response = client.post("/search", json=body)

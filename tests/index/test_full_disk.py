@@ -25,8 +25,9 @@ from ctxr.errors import StorageError
 from ctxr.index.manifest import MANIFEST_NAME, Manifest
 from ctxr.index.store import seal
 from ctxr.pipeline.build import build_index
-from tests.conftest import ROOT, BuiltIndex
 from tests.fakes.llm_server import FakeLLMServer
+from tests.fixtures.index import BuiltIndex
+from tests.fixtures.paths import ROOT
 
 MAIN = "import sys; sys.argv[0] = 'ctxr'; from ctxr.cli import main; main()"
 MB = 2**20

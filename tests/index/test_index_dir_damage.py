@@ -19,7 +19,8 @@ from ctxr.cli import main
 from ctxr.errors import IndexError_
 from ctxr.index.manifest import MANIFEST_NAME, Manifest
 from ctxr.index.run_lock import LOCK_NAME, index_lock
-from tests.conftest import ROOT, BuiltIndex
+from tests.fixtures.index import BuiltIndex
+from tests.fixtures.paths import ROOT
 
 
 def _copy(index: BuiltIndex, to: Path) -> Path:

@@ -28,7 +28,8 @@ from ctxr.index.store.edge import EdgeStore
 from ctxr.index.store.factory import shard_path
 from ctxr.pipeline.build import build_index
 from ctxr.retrieve.service import SearchService
-from tests.conftest import ROOT, BuiltIndex
+from tests.fixtures.index import BuiltIndex
+from tests.fixtures.paths import ROOT
 
 
 def _segment(index_dir: Path) -> Path:

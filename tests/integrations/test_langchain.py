@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import BuiltIndex
+from tests.fixtures.index import BuiltIndex
 
 pytest.importorskip(
     "langchain_core", reason="langchain-core is not installed: pip install 'ctxr[langchain]'"
@@ -21,7 +21,7 @@ from pydantic import ValidationError
 
 from ctxr.errors import ConfigError, IndexNotFoundError, ProviderError
 from ctxr.integrations.langchain import CtxrRetriever
-from tests.integrations.served import FILTERS, QUERY, TOKEN, expected_hits, served_app_url  # noqa: F401
+from tests.fixtures.integrations import FILTERS, QUERY, TOKEN
 
 Expected = dict[str, list[dict[str, Any]]]
 

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import ROOT, BuiltIndex
+from tests.fixtures.index import BuiltIndex
+from tests.fixtures.paths import ROOT
 
 pytest.importorskip(
     "llama_index.core", reason="llama-index-core is not installed: pip install 'ctxr[llama-index]'"
@@ -20,7 +21,7 @@ from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
 
 from ctxr.errors import ConfigError, IndexNotFoundError, ProviderError
 from ctxr.integrations.llama_index import CtxrRetriever
-from tests.integrations.served import FILTERS, QUERY, TOKEN, expected_hits, served_app_url  # noqa: F401
+from tests.fixtures.integrations import FILTERS, QUERY, TOKEN
 
 Expected = dict[str, list[dict[str, Any]]]
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import BuiltIndex
+from tests.fixtures.index import BuiltIndex
 
 pytest.importorskip(
     "llama_index.core", reason="llama-index-core is not installed: pip install 'ctxr[llama-index]'"
@@ -19,7 +19,7 @@ from llama_index.core.llms import MockLLM
 from llama_index.core.query_engine import RetrieverQueryEngine
 
 from ctxr.integrations.llama_index import CtxrRetriever
-from tests.integrations.served import QUERY, TOKEN, expected_hits, served_app_url  # noqa: F401
+from tests.fixtures.integrations import QUERY, TOKEN
 
 Expected = dict[str, list[dict[str, Any]]]
 

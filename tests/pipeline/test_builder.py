@@ -16,8 +16,9 @@ from ctxr.index.store.factory import shard_path
 from ctxr.pipeline.build import build_index, index_documents
 from ctxr.retrieve.service import SearchService
 from ctxr.types import Chunk, Document, chunk_id_for, text_hash
-from tests.conftest import ROOT, BuiltIndex
 from tests.fakes.hash_embedder import HashEmbedder
+from tests.fixtures.index import BuiltIndex
+from tests.fixtures.paths import ROOT
 
 
 def all_points(index_dir: Path, dim: int) -> dict[str, dict[str, Any]]:

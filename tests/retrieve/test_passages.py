@@ -14,7 +14,8 @@ from ctxr.retrieve.fusion import reciprocal_rank_fusion
 from ctxr.retrieve.passages import merge_adjacent
 from ctxr.retrieve.service import SearchService
 from ctxr.types import Hit, RetrieverScore
-from tests.conftest import ROOT, BuiltIndex
+from tests.fixtures.index import BuiltIndex
+from tests.fixtures.paths import ROOT
 
 WEIGHTS = parse_weights("dense=0.8,bm25=0.2")
 DOC = "0123456789abcdefghijklmnopqrstuvwxyz"

@@ -16,9 +16,9 @@ from ctxr.index.manifest import Manifest
 from ctxr.pipeline.build import build_index
 from ctxr.retrieve.service import SearchService
 from ctxr.types import Hit
-from tests.conftest import ROOT, BuiltIndex
 from tests.fakes.hash_embedder import HashEmbedder
-from tests.fixtures.paths import JUDGED
+from tests.fixtures.index import BuiltIndex
+from tests.fixtures.paths import JUDGED, ROOT
 
 
 def _judged() -> list[dict[str, Any]]:

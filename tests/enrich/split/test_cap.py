@@ -17,7 +17,7 @@ from ctxr.pipeline.chunking import default_chunker
 from ctxr.pipeline.recipe import document_recipe
 from ctxr.tokens import count_tokens
 from ctxr.types import Chunk, Document, DocumentKind, chunk_id_for, text_hash
-from tests.conftest import BuiltIndex
+from tests.fixtures.index import BuiltIndex
 
 LIMIT = 256 - 48  # the local MiniLM's input less the default context reserve
 

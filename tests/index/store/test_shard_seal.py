@@ -27,7 +27,8 @@ from ctxr.index.store.edge import EdgeStore
 from ctxr.index.store.factory import shard_path
 from ctxr.pipeline.build import build_index
 from ctxr.retrieve.service import SearchService
-from tests.conftest import ROOT, BuiltIndex
+from tests.fixtures.index import BuiltIndex
+from tests.fixtures.paths import ROOT
 
 MAIN = "import sys; sys.argv[0] = 'ctxr'; from ctxr.cli import main; main()"
 

@@ -29,8 +29,8 @@ from ctxr.index.store.server import QdrantServerStore
 from ctxr.pipeline.build import build_index
 from ctxr.retrieve.service import SearchService
 from ctxr.types import chunk_id_for
-from tests.conftest import ROOT
 from tests.fakes.hash_embedder import HashEmbedder
+from tests.fixtures.paths import ROOT
 
 # pytest resets warning filters per test: repeat server_store's silencing of local mode's notes.
 pytestmark = [
