@@ -45,13 +45,12 @@ def _fixtures(root: Path) -> list[Path]:
     import pptx
     from ebooklib import epub
 
-    tests = Path(__file__).resolve().parents[1] / "tests"
-    sys.path[:0] = [str(tests / "enrich" / "load"), str(tests.parent)]
-    from test_formats import RST, _notebook  # the tests' own fixtures
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from tests.fixtures.formats import RST, write_notebook  # the tests' own documents
 
     (root / "guide.md").write_text("# Guide\n\n" + "Polish the brass. " * 200)
     (root / "guide.rst").write_text(RST * 10)
-    _notebook(root / "tides.ipynb")
+    write_notebook(root / "tides.ipynb")
     word = docx.Document()
     for k in range(20):
         word.add_heading(f"Section {k}", 1)

@@ -17,6 +17,7 @@ import pytest
 
 from ctxr.index.manifest import Manifest
 from tests.fakes.llm_server import FakeLLMServer
+from tests.fixtures.corpora import write_topics
 
 # SIGINT back to Python's handler first: a suite started as a background job (`pytest &` in a
 # non-interactive shell) runs with SIGINT ignored, children inherit that, and the Ctrl-C these
@@ -25,18 +26,6 @@ MAIN = (
     "import signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
     "from ctxr.cli import main; main()"
 )
-
-
-def _corpus(root: Path) -> Path:
-    root.mkdir()
-    for topic in ("glaciers", "volcanoes", "tides"):
-        sections = [
-            f"## {topic.title()} part {i}\n\n"
-            + " ".join(f"Fact {i}.{j} about {topic}: value {i * 31 + j}." for j in range(8))
-            for i in range(8)
-        ]
-        (root / f"{topic}.md").write_text(f"# All about {topic}\n\n" + "\n\n".join(sections))
-    return root
 
 
 def _ctxr(words: list[str]) -> list[str]:
@@ -49,7 +38,7 @@ def test_sigint_during_index_says_what_was_kept_and_how_to_resume(
     tmp_path: Path, fake_llm_factory: Callable[..., FakeLLMServer]
 ) -> None:
     server = fake_llm_factory(latency=0.2)
-    corpus = _corpus(tmp_path / "corpus")
+    corpus = write_topics(tmp_path / "corpus", sections=8, facts=8)
     mine = ("CTXR_", "ANTHROPIC_", "OPENAI_")
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith(mine)},

@@ -11,8 +11,8 @@ from click.testing import CliRunner, Result
 from ctxr.cli import main
 from ctxr.enrich.load.documents import load_document
 from ctxr.enrich.split import split_document
-from tests.enrich.load.test_pdf import make_pdf, sentences
 from tests.fixtures.paths import ROOT, UDHR
+from tests.fixtures.pdf import make_pdf, sentences
 
 EXAMPLE = ROOT / "examples" / "docs" / "configuration.md"
 

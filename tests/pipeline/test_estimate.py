@@ -31,9 +31,9 @@ from ctxr.pipeline.estimate_report import ModelEstimate
 from ctxr.tokens import count_tokens
 from tests.fakes.hash_embedder import HashEmbedder
 from tests.fakes.llm_server import FakeLLMServer
-from tests.fakes.llm_wire import asked_ids, named_answer
+from tests.fixtures.answers import grouped_answer
+from tests.fixtures.corpora import TOPICS, write_topics
 
-TOPICS = ("glaciers", "volcanoes", "tides")
 # Every context the fake answers is this sentence, so output tokens are known exactly.
 CONTEXT = "This passage belongs to a note on natural phenomena and lists measured facts."
 SONNET = "claude-sonnet-4-6"  # caches from 1,024 tokens; priced through CTXR_PRICES_FILE
@@ -43,16 +43,7 @@ SONNET_PRICE = {"input": 3.0, "cache_write": 3.75, "cache_read": 0.3, "output": 
 def _corpus(root: Path) -> Path:
     """Three documents of about 2,000 tokens, one of about 6,000 (sent in windows with a
     2,500-token budget) and one far below every minimum cacheable size."""
-    root.mkdir()
-    for topic in TOPICS:
-        sections = [
-            f"## {topic.title()} part {i}\n\n"
-            + " ".join(
-                f"Fact {i}.{j} about {topic}: measurement {i * 31 + j} holds." for j in range(12)
-            )
-            for i in range(12)
-        ]
-        (root / f"{topic}.md").write_text(f"# All about {topic}\n\n" + "\n\n".join(sections))
+    write_topics(root)
     chapters = [
         f"## Chapter {i}\n\n"
         + " ".join(
@@ -265,16 +256,6 @@ def test_cli_compares_models_as_json_and_dry_run_writes_nothing(
     assert table.exit_code == 0 and "total with caching" in table.stdout
 
 
-def _grouped_answer(body: Any) -> str:
-    """Every chunk a grouped request asks about gets CONTEXT; a per-chunk request gets CONTEXT."""
-    ids = asked_ids(body)
-    if not ids:
-        return CONTEXT
-    if named_answer(body):
-        return json.dumps(dict.fromkeys(ids, CONTEXT))
-    return json.dumps({"contexts": [{"id": i, "context": CONTEXT} for i in ids]})
-
-
 @pytest.mark.parametrize(("provider", "model"), [("anthropic", SONNET), ("openai", "gpt-4o-mini")])
 def test_grouped_estimate_agrees_with_the_run(
     tmp_path: Path,
@@ -283,7 +264,7 @@ def test_grouped_estimate_agrees_with_the_run(
     provider: str,
     model: str,
 ) -> None:
-    server = fake_llm_factory(respond=_grouped_answer)
+    server = fake_llm_factory(respond=grouped_answer(CONTEXT))
     corpus, settings = _setup(tmp_path, server, monkeypatch, provider, model)
     grouped = settings.model_copy(update={"llm_group_size": 4})
     encoding = "cl100k_base" if provider == "anthropic" else "o200k_base"

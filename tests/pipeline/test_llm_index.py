@@ -17,25 +17,16 @@ from ctxr.pipeline.build import build_index
 from ctxr.pipeline.report import IndexReport
 from tests.fakes.hash_embedder import HashEmbedder
 from tests.fakes.llm_server import FakeLLMServer
+from tests.fixtures.corpora import write_topics
 
 # Sonnet caches prefixes from 1,024 tokens on; each long document is about 1,500. Its price
 # comes from a user prices file, which also exercises CTXR_PRICES_FILE.
 MODEL = "claude-sonnet-4-6"
 PRICE = {"input": 3.0, "cache_write": 3.75, "cache_read": 0.3, "output": 15.0}
-TOPICS = ("glaciers", "volcanoes", "tides")
 
 
 def _corpus(root: Path) -> Path:
-    root.mkdir()
-    for topic in TOPICS:
-        sections = [
-            f"## {topic.title()} part {i}\n\n"
-            + " ".join(
-                f"Fact {i}.{j} about {topic}: measurement {i * 31 + j} holds." for j in range(12)
-            )
-            for i in range(12)
-        ]
-        (root / f"{topic}.md").write_text(f"# All about {topic}\n\n" + "\n\n".join(sections))
+    write_topics(root)
     (root / "short.txt").write_text(
         "A short note about nothing in particular, far below the minimum."
     )

@@ -19,7 +19,7 @@ from ctxr.cli import main
 from ctxr.config import Settings, load_settings
 from ctxr.pipeline.build import build_index
 from ctxr.retrieve.expand import EXPAND_UNAVAILABLE
-from tests.enrich.load.test_pdf import make_pdf, sentences
+from tests.fixtures.pdf import make_pdf, sentences
 
 NONE = type(None)
 ANSWER: dict[str, tuple[type, ...]] = {

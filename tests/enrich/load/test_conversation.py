@@ -13,7 +13,8 @@ from ctxr.enrich.load.chat import TURN, looks_like_conversation, render_chat_jso
 from ctxr.enrich.load.documents import load_document
 from ctxr.enrich.split import split_document
 from ctxr.types import Document
-from tests.enrich.split.test_split import check_invariants, make_doc
+from tests.fixtures.chunks import split_checked
+from tests.fixtures.documents import make_document
 
 SPEAKERS = ("Alice", "Bob", "Dr. Carol Smith")
 
@@ -35,9 +36,8 @@ def turn_numbers(text: str) -> list[int]:
 
 @pytest.mark.parametrize("stamps", [False, True])
 def test_turns_are_never_cut_and_labelled(stamps: bool) -> None:
-    doc = make_doc(transcript(40, stamps), "conversation")
-    chunks = split_document(doc, max_tokens=80)
-    check_invariants(doc, chunks, 80)
+    doc = make_document(transcript(40, stamps), "conversation")
+    chunks = split_checked(doc, 80)
     assert len(chunks) > 3
     seen: list[int] = []
     for chunk in chunks:
@@ -56,9 +56,8 @@ def test_turns_are_never_cut_and_labelled(stamps: bool) -> None:
 def test_over_long_turn_is_split_as_prose_with_speaker_prefix() -> None:
     long_turn = " ".join(f"Sentence {i} of a very long monologue." for i in range(120))
     text = f"Alice: hi there.\nBob: {long_turn}\nAlice: thanks, bye.\n"
-    doc = make_doc(text, "conversation")
-    chunks = split_document(doc, max_tokens=64)
-    check_invariants(doc, chunks, 64)
+    doc = make_document(text, "conversation")
+    chunks = split_checked(doc, 64)
     bob = [c for c in chunks if c.heading_path == ("turn 2", "Bob")]
     assert len(bob) > 2
     assert bob[0].prefix == "" and all(c.prefix == "Bob:" for c in bob[1:])
@@ -67,9 +66,8 @@ def test_over_long_turn_is_split_as_prose_with_speaker_prefix() -> None:
 
 def test_preamble_before_first_turn() -> None:
     text = "Meeting notes, 1 May\n\nAlice: hello\nBob: hi\nAlice: agenda?\nBob: none\n"
-    doc = make_doc(text, "conversation")
-    chunks = split_document(doc, max_tokens=8)
-    check_invariants(doc, chunks, 8)
+    doc = make_document(text, "conversation")
+    chunks = split_checked(doc, 8)
     assert chunks[0].heading_path == ("preamble",)
 
 
@@ -117,20 +115,18 @@ def test_json_export_is_rendered_as_turns(tmp_path: Path) -> None:
         "system: Be brief.\n\nuser: What is BM25?\nIn one line.\n\n"
         "assistant: A ranking function.\n\nuser: Thanks!"
     )
-    chunks = split_document(doc, max_tokens=16)
-    check_invariants(doc, chunks, 16)
+    chunks = split_checked(doc, 16)
     assert chunks[0].heading_path[0].startswith("turn")
     assert render_chat_json("[1, 2]") is None
     assert render_chat_json("not json") is None
 
 
 def test_whitespace_only_conversation_has_no_chunks() -> None:
-    doc: Document = make_doc("  \n\n ", "conversation")
+    doc: Document = make_document("  \n\n ", "conversation")
     assert split_document(doc, max_tokens=16) == []
 
 
 def test_explicit_overlap_is_honoured() -> None:
-    doc = make_doc(transcript(30), "conversation")
-    chunks = split_document(doc, max_tokens=80, overlap_tokens=8)
-    check_invariants(doc, chunks, 80)
+    doc = make_document(transcript(30), "conversation")
+    chunks = split_checked(doc, 80, 8)
     assert any(b.start < a.end for a, b in itertools.pairwise(chunks))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -14,81 +13,7 @@ from ctxr.errors import LoadError
 from ctxr.pipeline.build import build_index
 from ctxr.retrieve.service import SearchService
 from tests.fakes.hash_embedder import HashEmbedder
-
-RST = """\
-=============
-Lantern Guide
-=============
-
-How a lighthouse keeper looks after :ref:`the lamps <care>` and calls
-:func:`~lamps.polish_brass` every week.
-
-.. _care:
-
-Care of the lamp
-================
-
-Polish the brass collar with a dry chamois.
-
-.. code-block:: python
-   :linenos:
-
-   def polish_brass(collar):
-       return collar.shine()
-
-.. versionadded:: 2.1
-   Brass collars.
-
-Trimming wicks
---------------
-
-.. note:: Trim every wick to a quarter inch before the evening watch.
-
-+---------+-------+
-| part    | spare |
-+=========+=======+
-| chimney | 3     |
-+---------+-------+
-
-.. toctree::
-   :maxdepth: 2
-
-   api
-"""
-
-
-INTRO = (
-    "This notebook reads a year of harbour gauge readings, cleans the gaps the gauge left "
-    "during storms, and compares the measured high waters with the published tables."
-)
-
-
-def _notebook(path: Path) -> Path:
-    image = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk" * 20
-    cells = [
-        {"cell_type": "markdown", "metadata": {}, "source": ["# Tide tables\n", "\n", INTRO]},
-        {"cell_type": "markdown", "metadata": {}, "source": "## Loading the harbour data"},
-        {
-            "cell_type": "code",
-            "execution_count": 7,
-            "metadata": {},
-            "source": ["import pandas as pd\n", "tides = pd.read_csv('harbour_tides.csv')"],
-            "outputs": [
-                {"output_type": "display_data", "data": {"image/png": image}, "metadata": {}},
-                {"output_type": "stream", "name": "stdout", "text": ["SECRET OUTPUT\n"]},
-            ],
-        },
-        {"cell_type": "raw", "metadata": {}, "source": "\\documentclass{article}"},
-        {"cell_type": "markdown", "metadata": {}, "source": "## Plotting\n\nSpring tides peak."},
-    ]
-    notebook = {
-        "cells": cells,
-        "metadata": {"kernelspec": {"name": "python3", "language": "python"}},
-        "nbformat": 4,
-        "nbformat_minor": 5,
-    }
-    path.write_text(json.dumps(notebook, indent=1))
-    return path
+from tests.fixtures.formats import RST, write_notebook
 
 
 def test_rst_sections_become_heading_trails(tmp_path: Path) -> None:
@@ -109,7 +34,7 @@ def test_rst_sections_become_heading_trails(tmp_path: Path) -> None:
 
 
 def test_notebook_cells_numbered_outputs_dropped(tmp_path: Path) -> None:
-    doc = load_document(_notebook(tmp_path / "tides.ipynb"))
+    doc = load_document(write_notebook(tmp_path / "tides.ipynb"))
     assert (doc.kind, doc.title, doc.language) == ("notebook", "Tide tables", "python")
     assert "```python cell 3\nimport pandas as pd" in doc.text
     assert "iVBORw0KGgo" not in doc.text and "SECRET OUTPUT" not in doc.text
@@ -133,7 +58,7 @@ def test_search_finds_rst_and_notebook_phrases_with_their_trails(tmp_path: Path)
     corpus = tmp_path / "corpus"
     corpus.mkdir()
     (corpus / "guide.rst").write_text(RST)
-    _notebook(corpus / "tides.ipynb")
+    write_notebook(corpus / "tides.ipynb")
     settings = load_settings(
         index_dir=tmp_path / "idx", cache_dir=tmp_path / "cache", chunk_tokens=40
     )

@@ -14,8 +14,10 @@ from ctxr.enrich.split import split_document
 from ctxr.errors import LoadError
 from ctxr.pipeline.build import build_index
 from ctxr.tokens import count_tokens
-from ctxr.types import Chunk, Document, text_hash
+from ctxr.types import Document, text_hash
 from tests.fakes.hash_embedder import HashEmbedder
+from tests.fixtures.chunks import split_checked
+from tests.fixtures.documents import make_document
 
 NOISE = ("SiteBanner", "NavLink", "secretScript", "secret-style", "SiteFooter", "NoScript",
          "HiddenText", "tracking", "AsideText", "a comment")  # fmt: skip
@@ -63,21 +65,7 @@ PAGE = f"""<!DOCTYPE html>
 
 def html_doc(text: str) -> Document:
     page = extract_html(text)
-    return Document(
-        doc_id="page", source="page.html", text=page.text, kind="html", title=page.title,
-        sha256=text_hash(page.text),
-    )  # fmt: skip
-
-
-def check_invariants(doc: Document, chunks: list[Chunk], max_tokens: int) -> None:
-    covered = bytearray(len(doc.text))
-    for i, chunk in enumerate(chunks):
-        assert chunk.index == i
-        assert doc.text[chunk.start : chunk.end] == chunk.text
-        assert chunk.token_count == count_tokens(chunk.text) <= max_tokens
-        covered[chunk.start : chunk.end] = b"\x01" * (chunk.end - chunk.start)
-    missing = [i for i, ch in enumerate(doc.text) if not covered[i] and not ch.isspace()]
-    assert missing == []
+    return make_document(page.text, "html", doc_id="page", title=page.title)
 
 
 def test_extraction_drops_noise_and_keeps_structure() -> None:
@@ -98,8 +86,7 @@ def test_extraction_drops_noise_and_keeps_structure() -> None:
 @pytest.mark.parametrize("max_tokens", [64, 128, 512])
 def test_split_invariants_and_structure(max_tokens: int) -> None:
     doc = html_doc(PAGE)
-    chunks = split_document(doc, max_tokens=max_tokens)
-    check_invariants(doc, chunks, max_tokens)
+    chunks = split_checked(doc, max_tokens)
     for chunk in chunks:
         for noise in NOISE:
             assert noise not in chunk.text and noise not in chunk.prefix
@@ -151,7 +138,7 @@ def test_long_table_split_by_rows_with_header_in_prefix() -> None:
 def test_malformed_html_never_crashes(markup: str) -> None:
     doc = html_doc(markup)
     assert doc.text.strip()
-    check_invariants(doc, split_document(doc, max_tokens=64), 64)
+    split_checked(doc, 64)
 
 
 def test_layout_table_keeps_its_headings() -> None:

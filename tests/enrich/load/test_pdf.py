@@ -14,48 +14,8 @@ from ctxr.enrich.split import split_document
 from ctxr.enrich.split.pages import page_starts, pages_of
 from ctxr.errors import LoadError
 from ctxr.types import PAGE_BREAK
-from tests.enrich.split.test_split import check_invariants
-
-
-def make_pdf(pages: list[list[str]]) -> bytes:
-    """A minimal valid PDF, one text line per entry, written by hand (no binary fixtures)."""
-    n = len(pages)
-    font = 3 + 2 * n
-    kids = " ".join(f"{3 + 2 * i} 0 R" for i in range(n))
-    objs = [
-        b"<< /Type /Catalog /Pages 2 0 R >>",
-        f"<< /Type /Pages /Kids [{kids}] /Count {n} >>".encode(),
-    ]
-    for i, lines in enumerate(pages):
-        ops = ["BT", "/F1 12 Tf", "14 TL", "72 720 Td"]
-        for line in lines:
-            esc = line.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
-            ops.append(f"({esc}) Tj T*")
-        ops.append("ET")
-        stream = "\n".join(ops).encode("latin-1")
-        objs.append(
-            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
-            b"/Resources << /Font << /F1 %d 0 R >> >> /Contents %d 0 R >>" % (font, 4 + 2 * i)
-        )
-        objs.append(b"<< /Length %d >>\nstream\n%s\nendstream" % (len(stream), stream))
-    objs.append(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = []
-    for k, body in enumerate(objs, 1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n%s\nendobj\n" % (k, body)
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objs) + 1)
-    out += b"".join(b"%010d 00000 n \n" % off for off in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objs) + 1, xref)
-    return bytes(out)
-
-
-def sentences(page: int, count: int) -> list[str]:
-    return [
-        f"Page {page} sentence {i} talks about topic {page * 100 + i} at length."
-        for i in range(count)
-    ]
+from tests.fixtures.chunks import split_checked
+from tests.fixtures.pdf import make_pdf, sentences
 
 
 def test_text_is_pages_joined_by_page_break(tmp_path: Path) -> None:
@@ -74,8 +34,7 @@ def test_chunks_carry_their_pages(tmp_path: Path) -> None:
     path = tmp_path / "long.pdf"
     path.write_bytes(make_pdf([sentences(p, 30) for p in (1, 2, 3)]))
     doc = load_document(path)
-    chunks = split_document(doc, max_tokens=64)
-    check_invariants(doc, chunks, 64)
+    chunks = split_checked(doc, 64)
     breaks = page_starts(doc.text)
     assert len(breaks) == 2
     for chunk in chunks:

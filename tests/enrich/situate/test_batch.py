@@ -26,13 +26,14 @@ from ctxr.pipeline.estimate import estimate_paths
 from ctxr.pipeline.report import IndexReport
 from ctxr.tokens import count_tokens
 from ctxr.types import Chunk, Document
-from tests.enrich.situate.test_queue import corpus, make_document
 from tests.fakes.hash_embedder import HashEmbedder
 from tests.fakes.llm_server import FakeLLMServer, RecordedRequest
+from tests.fixtures.documents import sectioned_corpus, sectioned_document
+from tests.fixtures.progress import RecordingProgress
 
 MODELS = {"anthropic": "claude-haiku-4-5", "openai": "gpt-4o-mini"}
 # Haiku 4.5 caches from 4,096 tokens: 200-word sections of 30 chunks reach it, 3 do not.
-CACHED, UNCACHED = corpus(2, 30), corpus(1, 3)
+CACHED, UNCACHED = sectioned_corpus(2, 30), sectioned_corpus(1, 3)
 
 
 def _llm(server: FakeLLMServer, provider: str) -> LLM:
@@ -183,7 +184,7 @@ def test_errored_and_expired_requests_go_into_a_later_batch_canceled_ones_fall_b
     server.inject_batch("errored")
     server.inject_batch("expired")
     ledger = Ledger()
-    results = _situate([*UNCACHED, make_document("other", 2)], server, provider, None, ledger)
+    results = _situate([*UNCACHED, sectioned_document("other", 2)], server, provider, None, ledger)
     assert all(r.kind == "llm" for r in results.values())
     summary = ledger.summary()
     assert summary.batch is not None
@@ -192,7 +193,7 @@ def test_errored_and_expired_requests_go_into_a_later_batch_canceled_ones_fall_b
     server.inject_batch("canceled")
     server.inject_batch("invalid")
     ledger = Ledger()
-    results = _situate(corpus(2, 2), server, provider, None, ledger)
+    results = _situate(sectioned_corpus(2, 2), server, provider, None, ledger)
     failed = [r for r in results.values() if r.kind == "outline"]
     assert len(failed) == 4 and all((r.flagged or "").startswith("failed") for r in failed)
     assert "canceled" in (failed[0].error or "") + (failed[2].error or "")
@@ -207,7 +208,7 @@ def test_requests_beyond_the_batch_limit_go_in_further_batches(
 ) -> None:
     server = fake_llm_factory(batch_max_requests=2)
     ledger = Ledger()
-    documents = corpus(5, 2)
+    documents = sectioned_corpus(5, 2)
     results = _situate(documents, server, provider, None, ledger, max_requests=2)
     assert all(r.kind == "llm" for r in results.values()) and len(results) == 10
     assert server.batches.creates == 3 and ledger.summary().requests == 5
@@ -230,15 +231,9 @@ def test_a_damaged_journal_file_is_set_aside_and_named(
     journal = tmp_path / JOURNAL_DIR
     journal.mkdir()
     (journal / "msgbatch_x.json").write_text('{"batch_id": "msgbatch_x", "provi')
-    notes: list[str] = []
+    progress = RecordingProgress()
 
     async def go(server: FakeLLMServer) -> dict[str, SituateResult]:
-        from ctxr.progress import NullProgress
-
-        class Notes(NullProgress):
-            def note(self, message: str) -> None:
-                notes.append(message)
-
         llm = _llm(server, "anthropic")
         try:
             return await situate_documents(
@@ -247,7 +242,7 @@ def test_a_damaged_journal_file_is_set_aside_and_named(
                 ledger=Ledger(),
                 prompt_version="test",
                 count_tokens=count_tokens,
-                progress=Notes(),
+                progress=progress,
                 batch=BatchOptions(journal, poll_seconds=0.01, linger_seconds=0),
             )
         finally:
@@ -256,7 +251,7 @@ def test_a_damaged_journal_file_is_set_aside_and_named(
     results = asyncio.run(go(fake_llm_factory()))
     assert all(r.kind == "llm" for r in results.values())
     assert (journal / "msgbatch_x.json.damaged").exists()
-    assert any("msgbatch_x.json" in n and "unreadable" in n for n in notes)
+    assert any("msgbatch_x.json" in n and "unreadable" in n for n in progress.notes)
 
 
 def _index(tmp_path: Path, server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> IndexReport:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -31,31 +30,26 @@ from ctxr.llm.server_limits import discover
 from ctxr.pipeline.build import build_index
 from ctxr.pipeline.estimate import estimate_paths
 from ctxr.tokens import count_tokens
-from ctxr.types import Chunk, Document, chunk_id_for, text_hash
+from ctxr.types import Chunk, Document
 from tests.fakes.hash_embedder import HashEmbedder
 from tests.fakes.llm_server import FakeLLMServer
 from tests.fakes.llm_window import ServerKind
-from tests.fakes.llm_wire import asked_ids, count_request_tokens, named_answer
+from tests.fakes.llm_wire import count_request_tokens
+from tests.fixtures.answers import grouped_answer
+from tests.fixtures.documents import Corpus, chunked_document, fact_sections
+from tests.fixtures.progress import RecordingProgress
 
 CONTEXT = "This passage belongs to a maintenance note and lists the measured facts."
+ANSWER = grouped_answer(CONTEXT)
 MODEL = "served-model"
-Corpus = list[tuple[Document, list[Chunk]]]
 COUNT = functools.partial(count_tokens, encoding="cl100k_base")  # as the fake server counts
 
 
 def _document(name: str, sections: int, words: int = 40) -> tuple[Document, list[Chunk]]:
-    bodies = [
-        f"## Part {i}\n" + " ".join(f"{name} fact {i}.{j} holds." for j in range(words)) + "\n"
-        for i in range(sections)
-    ]
-    text = "".join(bodies)
-    document = Document(name, name, text, "markdown", name, text_hash(text))
-    chunks, at = [], 0
-    for i, body in enumerate(bodies):
-        chunks.append(Chunk(chunk_id_for(document.doc_id, i), document.doc_id, i, body, at,
-                            at + len(body), COUNT(body), (name, f"Part {i}")))  # fmt: skip
-        at += len(body)
-    return document, chunks
+    return chunked_document(
+        name, fact_sections(name, sections, words), headings=lambda i: (name, f"Part {i}"),
+        count_tokens=COUNT,
+    )  # fmt: skip
 
 
 def _corpus() -> Corpus:
@@ -66,15 +60,6 @@ def _corpus() -> Corpus:
         _document("c.md", 6),
         _document("long.md", 30),  # ~6,000 tokens: past a 2,048 window by itself
     ]
-
-
-def _answer(body: Any) -> str:
-    ids = asked_ids(body)
-    if not ids:
-        return CONTEXT
-    if named_answer(body):
-        return json.dumps(dict.fromkeys(ids, CONTEXT))
-    return json.dumps({"contexts": [{"id": i, "context": CONTEXT} for i in ids]})
 
 
 def _situate(
@@ -107,7 +92,7 @@ def test_a_plan_fitted_to_the_window_is_never_refused(
 ) -> None:
     window = 2048
     server = fake_llm_factory(
-        respond=_answer, context_window=window, window_counts_output=counts_output
+        respond=ANSWER, context_window=window, window_counts_output=counts_output
     )
     corpus = _corpus()
     llm = make_llm("openai", MODEL, api_key="test", base_url=server.openai_base_url)
@@ -133,7 +118,7 @@ def test_a_request_past_an_unknown_window_is_split_and_asked_again(
     # The window is not known to the plan: the pack of small documents, the long document's
     # group and its per-chunk requests are refused, then split until they fit.
     server = fake_llm_factory(
-        respond=_answer, context_window=2048, server_kind=kind, window_counts_output=True
+        respond=ANSWER, context_window=2048, server_kind=kind, window_counts_output=True
     )
     corpus = _corpus()
     results, ledger = _situate(corpus, server, None)
@@ -149,7 +134,7 @@ def test_a_request_past_an_unknown_window_is_split_and_asked_again(
 def test_a_chunk_longer_than_the_window_fails_naming_the_settings(
     fake_llm_factory: Callable[..., FakeLLMServer],
 ) -> None:
-    server = fake_llm_factory(respond=_answer, context_window=600, server_kind="llamacpp")
+    server = fake_llm_factory(respond=ANSWER, context_window=600, server_kind="llamacpp")
     corpus = [_document("huge.md", 2, words=200)]  # chunks of ~1,000 tokens each
     results, ledger = _situate(corpus, server, None)
     assert {r.kind for r in results.values()} == {"outline"}
@@ -229,20 +214,6 @@ def test_local_base_urls(url: str | None, local: bool) -> None:
     assert is_local_url(url) is local
 
 
-class _Notes:
-    def __init__(self) -> None:
-        self.notes: list[str] = []
-
-    def start(self, phase: str, total: int | None) -> None:
-        pass
-
-    def advance(self, phase: str, amount: int = 1) -> None:
-        pass
-
-    def note(self, message: str) -> None:
-        self.notes.append(message)
-
-
 def _index_with_defaults(
     tmp_path: Path, server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch, **env: str
 ) -> tuple[Sequence[str], Any]:
@@ -259,7 +230,7 @@ def _index_with_defaults(
     settings = load_settings(
         index_dir=tmp_path / "idx", context="llm", llm_provider="openai", llm_model="smollm2"
     )
-    notes = _Notes()
+    notes = RecordingProgress()
     report = build_index([corpus], settings, embedder=HashEmbedder(), progress=notes)
     return notes.notes, report
 
@@ -267,7 +238,7 @@ def _index_with_defaults(
 def test_defaults_against_a_local_llamacpp_fit_its_window_and_price_at_zero(
     tmp_path: Path, fake_llm_factory: Callable[..., FakeLLMServer], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    server = fake_llm_factory(respond=_answer, context_window=2048, server_kind="llamacpp")
+    server = fake_llm_factory(respond=ANSWER, context_window=2048, server_kind="llamacpp")
     notes, report = _index_with_defaults(tmp_path, server, monkeypatch)
     assert _refused(server) == 0  # sized from /props, not learned by refusals
     assert report.contexts.failures == 0
@@ -283,7 +254,7 @@ def test_defaults_against_a_local_llamacpp_fit_its_window_and_price_at_zero(
 def test_the_context_tokens_setting_sizes_requests_for_a_silent_server(
     tmp_path: Path, fake_llm_factory: Callable[..., FakeLLMServer], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    server = fake_llm_factory(respond=_answer, context_window=2048, window_counts_output=True)
+    server = fake_llm_factory(respond=ANSWER, context_window=2048, window_counts_output=True)
     notes, report = _index_with_defaults(
         tmp_path, server, monkeypatch, CTXR_LLM_CONTEXT_TOKENS="2048"
     )
@@ -322,7 +293,7 @@ def test_a_local_server_waits_longer_unless_a_timeout_is_set(
 def test_a_timed_out_chunk_names_the_timeout_setting(
     fake_llm_factory: Callable[..., FakeLLMServer],
 ) -> None:
-    server = fake_llm_factory(respond=_answer)
+    server = fake_llm_factory(respond=ANSWER)
     server.inject("slow", times=10, delay_s=5.0)
     llm = make_llm("openai", MODEL, api_key="test", base_url=server.openai_base_url, timeout=0.2)
     ledger = Ledger()

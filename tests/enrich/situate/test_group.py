@@ -27,6 +27,7 @@ from ctxr.types import Chunk, chunk_id_for
 from tests.fakes.hash_embedder import HashEmbedder
 from tests.fakes.llm_server import FakeLLMServer
 from tests.fakes.llm_wire import asked_ids, default_respond
+from tests.fixtures.corpora import write_topics
 
 _QUOTED = re.compile(r'<chunk id="(c\d+)">')
 
@@ -108,18 +109,6 @@ def test_a_whole_document_is_sent_once_with_its_chunks_marked_in_place() -> None
     assert "[[c1]]" not in window.request.prefix and "alpha beta" in window.request.instruction
 
 
-def _corpus(root: Path) -> Path:
-    root.mkdir()
-    for topic in ("glaciers", "tides"):
-        sections = [
-            f"## {topic.title()} part {i}\n\n"
-            + " ".join(f"Fact {i}.{j} about {topic} holds at {i * 31 + j}." for j in range(10))
-            for i in range(6)
-        ]
-        (root / f"{topic}.md").write_text(f"# All about {topic}\n\n" + "\n\n".join(sections))
-    return root
-
-
 def _run(
     tmp_path: Path, server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch, provider: str
 ) -> IndexReport:
@@ -129,7 +118,8 @@ def _run(
     settings = load_settings(
         index_dir=tmp_path / "idx", chunk_tokens=80, context="llm", llm_group_size=4
     )
-    return build_index([_corpus(tmp_path / "corpus")], settings, embedder=HashEmbedder())
+    corpus = write_topics(tmp_path / "corpus", ("glaciers", "tides"), sections=6, facts=10)
+    return build_index([corpus], settings, embedder=HashEmbedder())
 
 
 def _messages(server: FakeLLMServer) -> list[Any]:

@@ -5,12 +5,16 @@ from __future__ import annotations
 import pytest
 
 from ctxr.enrich.situate.outline import OUTLINE_VERSION, outline_context, situate
-from ctxr.types import Chunk, Document, chunk_id_for, text_hash
+from ctxr.types import Chunk, Document, DocumentKind, chunk_id_for
+from tests.fixtures.documents import make_document
 
 
-def _doc(source: str, title: str, kind: str = "markdown", language: str | None = None) -> Document:
-    text = "# Title\n\nbody\n"
-    return Document(source, source, text, kind, title, text_hash(text), language)  # type: ignore[arg-type]
+def _doc(
+    source: str, title: str, kind: DocumentKind = "markdown", language: str | None = None
+) -> Document:
+    return make_document(
+        "# Title\n\nbody\n", kind, doc_id=source, source=source, title=title, language=language
+    )
 
 
 def _chunk(doc: Document, heading_path: tuple[str, ...] = (), index: int = 0) -> Chunk:

@@ -20,27 +20,16 @@ from ctxr.enrich.situate.window import Prefix, Window
 from ctxr.llm.base import Usage
 from ctxr.pipeline.build import build_index
 from ctxr.pipeline.estimate import estimate_paths
-from ctxr.types import Chunk, Document, chunk_id_for, text_hash
 from tests.fakes.hash_embedder import HashEmbedder
 from tests.fakes.llm_server import FakeLLMServer
 from tests.fakes.llm_wire import asked_ids, default_respond
-
-
-def _document(name: str, words: list[str]) -> tuple[Document, list[Chunk]]:
-    text = " ".join(words)
-    document = Document(name, name, text, "markdown", name, text_hash(text))
-    chunks, at = [], 0
-    for i, word in enumerate(words):
-        chunks.append(Chunk(chunk_id_for(document.doc_id, i), document.doc_id, i, word, at,
-                            at + len(word), 1))  # fmt: skip
-        at += len(word) + 1
-    return document, chunks
+from tests.fixtures.documents import chunked_document
 
 
 def _planned(
     name: str, words: list[str], tokens: int, cache: bool = False, group_size: int = 8
 ) -> Planned:
-    document, chunks = _document(name, words)
+    document, chunks = chunked_document(name, words, separator=" ", count_tokens=lambda _: 1)
     prefix = Prefix(document, Window(document.text, None, tuple(chunks)), tokens, cache, 0)
     return plan_prefix(prefix, chunks, group_size, "5m")
 

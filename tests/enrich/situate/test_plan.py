@@ -21,31 +21,22 @@ from ctxr.enrich.situate.response_cache import ResponseCache, chunk_key
 from ctxr.llm.base import LLM, PromptGroup, Usage
 from ctxr.llm.registry import make_counter, make_llm
 from ctxr.tokens import count_tokens
-from ctxr.types import Chunk, Document, chunk_id_for, text_hash
+from ctxr.types import Chunk, Document
 from tests.fakes.llm_server import FakeLLMServer
-from tests.fakes.llm_wire import asked_ids, named_answer
+from tests.fixtures.answers import grouped_answer
+from tests.fixtures.documents import Corpus, chunked_document, fact_sections
 
 CONTEXT = "This passage belongs to a note on natural phenomena and lists measured facts."
+ANSWER = grouped_answer(CONTEXT)
 SONNET = "claude-sonnet-4-6"  # caches from 1,024 tokens
-Corpus = list[tuple[Document, list[Chunk]]]
 
 
 def _document(name: str, sections: int, words: int = 40) -> tuple[Document, list[Chunk]]:
-    """`sections` chunks of `words` words each, offsets exact; the last two are identical."""
-    bodies = [
-        f"## Part {i}\n" + " ".join(f"{name} fact {i}.{j} holds." for j in range(words)) + "\n"
-        for i in range(sections)
-    ]
+    """`sections` chunks of `words` sentences each; the last two are identical."""
+    bodies = fact_sections(name, sections, words)
     if sections > 2:
         bodies[-1] = bodies[-2]  # an identical question: asked once
-    text = "".join(bodies)
-    document = Document(name, name, text, "markdown", name, text_hash(text))
-    chunks, at = [], 0
-    for i, body in enumerate(bodies):
-        chunks.append(Chunk(chunk_id_for(document.doc_id, i), document.doc_id, i, body, at,
-                            at + len(body), len(body.split()), (name,)))  # fmt: skip
-        at += len(body)
-    return document, chunks
+    return chunked_document(name, bodies, headings=lambda i: (name,))
 
 
 def _corpus() -> Corpus:
@@ -58,16 +49,6 @@ def _corpus() -> Corpus:
         _document("big2.md", 10),
         _document("s3.md", 1, 10),
     ]
-
-
-def _answer(body: Any) -> str:
-    """Every chunk a grouped request asks about gets CONTEXT; a per-chunk request gets CONTEXT."""
-    ids = asked_ids(body)
-    if not ids:
-        return CONTEXT
-    if named_answer(body):
-        return json.dumps(dict.fromkeys(ids, CONTEXT))
-    return json.dumps({"contexts": [{"id": i, "context": CONTEXT} for i in ids]})
 
 
 def _options(group_size: int) -> PlanOptions:
@@ -135,7 +116,7 @@ def test_the_queue_sends_the_plan_the_estimate_prices(
     endpoint: str,
     group_size: int,
 ) -> None:
-    server = fake_llm_factory(respond=_answer)
+    server = fake_llm_factory(respond=ANSWER)
     base_url = server.anthropic_base_url if provider == "anthropic" else server.openai_base_url
     corpus, options = _corpus(), _options(group_size)
     llm = make_llm(provider, model, api_key="test", base_url=base_url)

@@ -19,49 +19,12 @@ from ctxr.enrich.situate.results import Backoff, SituateResult
 from ctxr.errors import ProviderError, StorageError
 from ctxr.llm.base import Usage
 from ctxr.llm.ratelimit import RateLimiter, RateLimits
-from ctxr.types import Chunk, Document, chunk_id_for, text_hash
+from ctxr.types import Chunk, Document, text_hash
 from tests.fakes.scripted_llm import ScriptedLLM, default_answer, words
+from tests.fixtures.documents import Corpus, sectioned_corpus, sectioned_document
+from tests.fixtures.progress import RecordingProgress
 
 FAST = Backoff(initial=0.001, maximum=0.01)
-Corpus = list[tuple[Document, list[Chunk]]]
-
-
-def make_document(
-    name: str, chunks: int, words_per_chunk: int = 200
-) -> tuple[Document, list[Chunk]]:
-    """A markdown-ish document of `chunks` sections, each its own chunk, offsets exact."""
-    parts: list[str] = []
-    spans: list[tuple[int, int, str]] = []
-    position = 0
-    for i in range(chunks):
-        body = (
-            f"## {name} section {i}\n"
-            + " ".join(f"{name}-w{i}-{j}" for j in range(words_per_chunk))
-            + "\n"
-        )
-        spans.append((position, position + len(body), f"section {i}"))
-        parts.append(body)
-        position += len(body)
-    text = "".join(parts)
-    doc = Document(f"{name}.md", f"docs/{name}.md", text, "markdown", name.title(), text_hash(text))
-    result = [
-        Chunk(
-            chunk_id_for(doc.doc_id, i),
-            doc.doc_id,
-            i,
-            text[s:e],
-            s,
-            e,
-            words(text[s:e]),
-            (name.title(), heading),
-        )
-        for i, (s, e, heading) in enumerate(spans)
-    ]
-    return doc, result
-
-
-def corpus(documents: int, chunks: int, words_per_chunk: int = 200) -> Corpus:
-    return [make_document(f"doc{d}", chunks, words_per_chunk) for d in range(documents)]
 
 
 def run(
@@ -98,7 +61,7 @@ def all_chunks(documents: Corpus) -> list[Chunk]:
 
 def test_naive_concurrent_sends_write_the_cache_many_times() -> None:
     """The fake is faithful: requests sent together before any returns all write."""
-    document, chunks = make_document("naive", 8)
+    document, chunks = sectioned_document("naive", 8)
     llm = ScriptedLLM(min_cacheable_tokens=100)
     from ctxr.enrich.situate.prompt import SituateRequest
 
@@ -112,7 +75,7 @@ def test_naive_concurrent_sends_write_the_cache_many_times() -> None:
 
 
 def test_one_cache_write_per_document_with_32_concurrent_requests() -> None:
-    documents = corpus(4, 8)  # 4 documents x 8 chunks = 32 requests, concurrency 32
+    documents = sectioned_corpus(4, 8)  # 4 documents x 8 chunks = 32 requests, concurrency 32
     llm = ScriptedLLM(min_cacheable_tokens=100, latency=0.03)
     ledger = Ledger()
     results = run(documents, llm, ledger=ledger, concurrency=32)
@@ -135,7 +98,7 @@ def test_one_cache_write_per_document_with_32_concurrent_requests() -> None:
 
 
 def test_concurrency_bounds_requests_not_documents() -> None:
-    documents = corpus(6, 5)
+    documents = sectioned_corpus(6, 5)
     llm = ScriptedLLM(min_cacheable_tokens=100, latency=0.02)
     results = run(documents, llm, concurrency=3)
     assert len(results) == 30
@@ -144,7 +107,7 @@ def test_concurrency_bounds_requests_not_documents() -> None:
 
 
 def test_ten_percent_faults_lose_no_chunk() -> None:
-    documents = corpus(5, 10, words_per_chunk=50)
+    documents = sectioned_corpus(5, 10, words_per_section=50)
     llm = ScriptedLLM(min_cacheable_tokens=100, latency=0.005, fault_rate=0.1, seed=7)
     ledger = Ledger()
     results = run(documents, llm, ledger=ledger, concurrency=16)
@@ -157,7 +120,7 @@ def test_ten_percent_faults_lose_no_chunk() -> None:
 
 
 def test_a_run_killed_midway_resends_only_unanswered_chunks(tmp_path: Path) -> None:
-    documents = corpus(4, 8, words_per_chunk=50)
+    documents = sectioned_corpus(4, 8, words_per_section=50)
     ledger_file = tmp_path / "ledger.json"
     first = ScriptedLLM(min_cacheable_tokens=100, latency=0.02)
 
@@ -198,7 +161,7 @@ def test_a_run_killed_midway_resends_only_unanswered_chunks(tmp_path: Path) -> N
 
 
 def test_an_unchanged_corpus_costs_zero_requests(tmp_path: Path) -> None:
-    documents = corpus(3, 4)
+    documents = sectioned_corpus(3, 4)
     with ResponseCache(tmp_path / "cache") as cache:
         first = run(documents, ScriptedLLM(min_cacheable_tokens=100), cache=cache)
         again = ScriptedLLM(min_cacheable_tokens=100)
@@ -211,10 +174,10 @@ def test_an_unchanged_corpus_costs_zero_requests(tmp_path: Path) -> None:
 
 
 def test_a_changed_document_is_asked_again(tmp_path: Path) -> None:
-    documents = corpus(2, 3)
+    documents = sectioned_corpus(2, 3)
     with ResponseCache(tmp_path / "cache") as cache:
         run(documents, ScriptedLLM(min_cacheable_tokens=100), cache=cache)
-        edited = make_document("doc1", 3)  # same chunks text? no: rebuild doc1 with a new tail
+        edited = sectioned_document("doc1", 3)  # same chunks text? no: rebuild doc1 with a new tail
         doc, chunks = edited
         changed = Document(
             doc.doc_id, doc.source, doc.text + "\n", doc.kind, doc.title, text_hash(doc.text + "\n")
@@ -225,8 +188,8 @@ def test_a_changed_document_is_asked_again(tmp_path: Path) -> None:
 
 
 def test_a_document_below_the_minimum_is_sent_without_a_cache_marker() -> None:
-    small = make_document("small", 3, words_per_chunk=20)  # ~66 words
-    large = make_document("large", 3, words_per_chunk=200)
+    small = sectioned_document("small", 3, words_per_section=20)  # ~66 words
+    large = sectioned_document("large", 3, words_per_section=200)
     llm = ScriptedLLM(min_cacheable_tokens=300)
     ledger = Ledger()
     run([small, large], llm, ledger=ledger)
@@ -242,7 +205,7 @@ def test_a_document_below_the_minimum_is_sent_without_a_cache_marker() -> None:
 
 
 def test_retry_after_is_honoured_and_pauses_every_sender() -> None:
-    documents = corpus(3, 4, words_per_chunk=50)
+    documents = sectioned_corpus(3, 4, words_per_section=50)
     target = documents[1][1][2].text
     llm = ScriptedLLM(
         min_cacheable_tokens=100,
@@ -262,7 +225,7 @@ def test_retry_after_is_honoured_and_pauses_every_sender() -> None:
 
 
 def test_a_permanently_failing_chunk_falls_back_and_the_others_go_on() -> None:
-    documents = corpus(2, 4, words_per_chunk=50)
+    documents = sectioned_corpus(2, 4, words_per_section=50)
     bad = documents[0][1][0]  # the document's FIRST chunk: its other chunks must still go
     llm = ScriptedLLM(
         min_cacheable_tokens=100,
@@ -281,7 +244,7 @@ def test_a_permanently_failing_chunk_falls_back_and_the_others_go_on() -> None:
 
 
 def test_retryable_failures_stop_after_max_attempts() -> None:
-    documents = corpus(1, 2, words_per_chunk=50)
+    documents = sectioned_corpus(1, 2, words_per_section=50)
     chunk = documents[0][1][1]
     llm = ScriptedLLM(
         min_cacheable_tokens=100,
@@ -305,7 +268,7 @@ def test_retryable_failures_stop_after_max_attempts() -> None:
 def test_garbage_is_retried_once_then_outline_flagged(
     garbage: str, flag: str, tmp_path: Path
 ) -> None:
-    documents = corpus(1, 3, words_per_chunk=50)
+    documents = sectioned_corpus(1, 3, words_per_section=50)
     chunk = documents[0][1][1]
     llm = ScriptedLLM(min_cacheable_tokens=100, script={chunk.text: [garbage, garbage]})
     ledger = Ledger()
@@ -323,7 +286,7 @@ def test_garbage_is_retried_once_then_outline_flagged(
 
 
 def test_a_model_whose_answers_are_no_context_makes_the_run_unusable(tmp_path: Path) -> None:
-    documents = corpus(2, 3, words_per_chunk=50)
+    documents = sectioned_corpus(2, 3, words_per_section=50)
     llm = ScriptedLLM(min_cacheable_tokens=100, answer=lambda request: "c9")
     ledger = Ledger()
     with ResponseCache(tmp_path / "cache") as cache:
@@ -337,7 +300,7 @@ def test_a_model_whose_answers_are_no_context_makes_the_run_unusable(tmp_path: P
 
 
 def test_garbage_once_then_a_good_answer_is_kept() -> None:
-    documents = corpus(1, 2, words_per_chunk=50)
+    documents = sectioned_corpus(1, 2, words_per_section=50)
     chunk = documents[0][1][0]
     echo = chunk.text  # the chunk copied back: not a context
     llm = ScriptedLLM(min_cacheable_tokens=100, script={chunk.text: [echo]})
@@ -347,7 +310,7 @@ def test_garbage_once_then_a_good_answer_is_kept() -> None:
 
 
 def test_long_documents_are_windowed_and_blocks_share_prefixes() -> None:
-    document, chunks = make_document("long", 12, words_per_chunk=100)  # ~1,224 words
+    document, chunks = sectioned_document("long", 12, words_per_section=100)  # ~1,224 words
     llm = ScriptedLLM(min_cacheable_tokens=100)
     ledger = Ledger()
     results = run([(document, chunks)], llm, ledger=ledger, max_document_tokens=400)
@@ -366,7 +329,7 @@ def test_long_documents_are_windowed_and_blocks_share_prefixes() -> None:
 
 
 def test_rate_limit_headers_at_zero_pause_until_reset() -> None:
-    documents = corpus(1, 3, words_per_chunk=50)
+    documents = sectioned_corpus(1, 3, words_per_section=50)
     sent = {"n": 0}
 
     def headers() -> dict[str, str]:
@@ -383,7 +346,7 @@ def test_rate_limit_headers_at_zero_pause_until_reset() -> None:
 
 
 def test_ledger_json_and_dollars(tmp_path: Path) -> None:
-    documents = corpus(2, 3)
+    documents = sectioned_corpus(2, 3)
     path = tmp_path / "ledgers" / "run.json"
 
     def cost(usage: Usage) -> float:
@@ -402,7 +365,7 @@ def test_written_prefixes_are_finished_before_new_documents_start() -> None:
     """Follow-ups outrank first requests, so at most about 2 x concurrency documents are half
     done at any moment (their prefixes still in the provider's cache), not the whole corpus.
     Measured: 4 / 8 / 16 open at concurrency 2 / 4 / 8 over 40 documents; FIFO slots open 40."""
-    documents = corpus(12, 5, words_per_chunk=50)
+    documents = sectioned_corpus(12, 5, words_per_section=50)
     llm = ScriptedLLM(min_cacheable_tokens=100, latency=0.005)
     run(documents, llm, concurrency=2)
     remaining = {d.text: 5 for d, _ in documents}
@@ -418,24 +381,8 @@ def test_written_prefixes_are_finished_before_new_documents_start() -> None:
     assert llm.total_writes == 12
 
 
-class RecordingProgress:
-    def __init__(self) -> None:
-        self.started: list[tuple[str, int | None]] = []
-        self.advanced = 0
-        self.notes: list[str] = []
-
-    def start(self, phase: str, total: int | None) -> None:
-        self.started.append((phase, total))
-
-    def advance(self, phase: str, amount: int = 1) -> None:
-        self.advanced += amount
-
-    def note(self, message: str) -> None:
-        self.notes.append(message)
-
-
 def test_progress_counts_chunks_and_ends_with_a_summary_line() -> None:
-    documents = corpus(3, 4)
+    documents = sectioned_corpus(3, 4)
     progress = RecordingProgress()
     asyncio.run(
         situate_documents(
@@ -466,7 +413,8 @@ def test_the_ledger_is_written_as_the_run_goes(
         return default_answer(request)
 
     llm = ScriptedLLM(min_cacheable_tokens=100, answer=answer)
-    run(corpus(2, 6, words_per_chunk=50), llm, ledger=Ledger(ledger_file), concurrency=2)
+    documents = sectioned_corpus(2, 6, words_per_section=50)
+    run(documents, llm, ledger=Ledger(ledger_file), concurrency=2)
     assert seen and all(s["interrupted"] is True for s in seen)  # mid-run snapshots
     assert max(int(str(s["requests"])) for s in seen) > 1
     final = json.loads(ledger_file.read_text())["summary"]
@@ -479,7 +427,7 @@ def test_a_disk_that_fills_mid_run_is_a_storage_error_and_every_answer_before_st
     """The response cache refusing a write (a full disk: SQLite's own page limit, the same
     "database or disk is full" a real one gives) stops the run with the named error, not an
     ExceptionGroup traceback out of the queue's task group, and keeps what was written."""
-    documents = corpus(4, 6, words_per_chunk=60)
+    documents = sectioned_corpus(4, 6, words_per_section=60)
     with ResponseCache(tmp_path / "cache") as cache:
         cache.put("first", "an answer paid for before the disk filled " * 4)
         pages = int(cache._cache._sql("PRAGMA page_count").fetchone()[0])

@@ -18,8 +18,9 @@ from ctxr.enrich.situate.results import Backoff, SituateResult
 from ctxr.errors import ProviderError
 from ctxr.llm.ratelimit import RateLimiter
 from ctxr.types import Chunk, Document
-from tests.enrich.situate.test_queue import RecordingProgress, corpus
 from tests.fakes.scripted_llm import ScriptedLLM, words
+from tests.fixtures.documents import sectioned_corpus
+from tests.fixtures.progress import RecordingProgress
 
 CAP_SECONDS = 10.0
 
@@ -71,7 +72,7 @@ def _refusal(seconds: float) -> ProviderError:
 
 
 def test_a_wait_longer_than_the_cap_gives_up_at_once_and_says_so() -> None:
-    documents = corpus(2, 3, words_per_chunk=50)
+    documents = sectioned_corpus(2, 3, words_per_section=50)
     chunks = [c for _, cs in documents for c in cs]
     llm = ScriptedLLM(
         min_cacheable_tokens=100, always_fail={c.text: _refusal(3600) for c in chunks}
@@ -91,7 +92,7 @@ def test_a_wait_longer_than_the_cap_gives_up_at_once_and_says_so() -> None:
 
 
 def test_a_wait_within_the_cap_is_honoured_and_announced() -> None:
-    documents = corpus(1, 2, words_per_chunk=50)
+    documents = sectioned_corpus(1, 2, words_per_section=50)
     first = documents[0][1][0]
     llm = ScriptedLLM(min_cacheable_tokens=100, script={first.text: [_refusal(30)]})
     ledger, progress, time = Ledger(), RecordingProgress(), FakeTime()
@@ -106,7 +107,7 @@ def test_a_wait_within_the_cap_is_honoured_and_announced() -> None:
 
 
 def test_the_cap_is_a_setting() -> None:
-    documents = corpus(1, 1, words_per_chunk=50)
+    documents = sectioned_corpus(1, 1, words_per_section=50)
     chunk = documents[0][1][0]
     llm = ScriptedLLM(min_cacheable_tokens=100, script={chunk.text: [_refusal(300)]})
     ledger, progress, time = Ledger(), RecordingProgress(), FakeTime()
@@ -115,7 +116,7 @@ def test_the_cap_is_a_setting() -> None:
 
 
 def test_rate_limit_headers_that_pause_the_run_are_announced() -> None:
-    documents = corpus(1, 2, words_per_chunk=50)
+    documents = sectioned_corpus(1, 2, words_per_section=50)
     exhausted = {
         "anthropic-ratelimit-tokens-remaining": "0",
         "anthropic-ratelimit-tokens-reset": "3600",

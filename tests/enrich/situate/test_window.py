@@ -10,18 +10,18 @@ from ctxr.enrich.situate.validate import EMPTY, NOT_A_CONTEXT, TOO_LONG, check_c
 from ctxr.enrich.situate.window import plan_blocks, plan_prefixes, windows
 from ctxr.tokens import count_tokens
 from ctxr.types import Chunk, chunk_id_for
-from tests.enrich.situate.test_queue import make_document
 from tests.fakes.scripted_llm import words
+from tests.fixtures.documents import sectioned_document
 
 
 def test_a_document_that_fits_is_one_window_of_itself() -> None:
-    document, chunks = make_document("short", 3, 20)
+    document, chunks = sectioned_document("short", 3, 20)
     found = windows(document, chunks, max_tokens=10_000, count_tokens=words)
     assert len(found) == 1 and found[0].text == document.text and found[0].block is None
 
 
 def test_blocks_are_fixed_cover_the_text_and_hold_their_chunks_whole() -> None:
-    document, chunks = make_document("long", 20, 50)
+    document, chunks = sectioned_document("long", 20, 50)
     blocks = plan_blocks(document.text, chunks, 200, words)
     assert len(blocks) > 1
     assert blocks[0][0].start == 0 and blocks[-1][0].end == len(document.text)
@@ -48,7 +48,7 @@ def test_overlapping_chunks_stay_whole() -> None:
 
 
 def test_window_text_is_outline_then_block_within_budget() -> None:
-    document, chunks = make_document("long", 20, 50)
+    document, chunks = sectioned_document("long", 20, 50)
     found = windows(document, chunks, max_tokens=1500, count_tokens=count_tokens)
     assert len(found) > 1
     for window in found:
@@ -62,7 +62,7 @@ def test_window_text_is_outline_then_block_within_budget() -> None:
 
 
 def test_prefixes_mark_the_cache_by_the_rendered_size() -> None:
-    small, large = make_document("small", 2, 10), make_document("large", 2, 300)
+    small, large = sectioned_document("small", 2, 10), sectioned_document("large", 2, 300)
     prefixes = plan_prefixes(
         [small, large],
         max_tokens=100_000,

@@ -16,29 +16,12 @@ from ctxr.index.embed.onnx import OnnxEmbedder
 from ctxr.pipeline.chunking import default_chunker
 from ctxr.pipeline.recipe import document_recipe
 from ctxr.tokens import count_tokens
-from ctxr.types import Chunk, Document, DocumentKind, chunk_id_for, text_hash
+from ctxr.types import Chunk, Document, DocumentKind, chunk_id_for
+from tests.fixtures.chunks import check_invariants
+from tests.fixtures.documents import make_document
 from tests.fixtures.index import BuiltIndex
 
 LIMIT = 256 - 48  # the local MiniLM's input less the default context reserve
-
-
-def make_doc(text: str, kind: DocumentKind, language: str | None = None) -> Document:
-    return Document(
-        doc_id="doc-1", source=f"doc-1.{kind}", text=text, kind=kind, title="doc-1",
-        sha256=text_hash(text), language=language,
-    )  # fmt: skip
-
-
-def check(doc: Document, chunks: list[Chunk]) -> None:
-    covered = bytearray(len(doc.text))
-    for i, chunk in enumerate(chunks):
-        assert chunk.index == i
-        assert chunk.chunk_id == chunk_id_for(doc.doc_id, i)
-        assert doc.text[chunk.start : chunk.end] == chunk.text
-        assert chunk.text.strip() == chunk.text != ""
-        assert chunk.token_count == count_tokens(chunk.text)
-        covered[chunk.start : chunk.end] = b"\x01" * (chunk.end - chunk.start)
-    assert all(covered[i] or ch.isspace() for i, ch in enumerate(doc.text))
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +49,7 @@ PROSE = "Поисковый индекс делит документы на не
 def test_chunks_over_the_embedder_input_are_split_until_they_fit(
     embedder: OnnxEmbedder, text: str, kind: DocumentKind, language: str | None
 ) -> None:
-    doc = make_doc(text, kind, language)
+    doc = make_document(text, kind, language=language)
     plain = split_document(doc, max_tokens=200)
     assert max(embedder.count_tokens(c.text) for c in plain) > LIMIT  # the case at hand
     size = embedded_size(embedder.count_tokens)
@@ -74,14 +57,14 @@ def test_chunks_over_the_embedder_input_are_split_until_they_fit(
     assert capped.resplit >= 1 and capped.unsplittable == []
     assert len(capped.chunks) > len(plain)
     assert all(size(c) <= LIMIT for c in capped.chunks)
-    check(doc, capped.chunks)
+    check_invariants(doc, capped.chunks)
     # The builder's chunker does the same when it has the embedder.
     settings = load_settings(chunk_tokens=200)
     assert default_chunker(settings, embedder)(doc) == capped.chunks
 
 
 def test_fitting_chunks_are_left_alone(embedder: OnnxEmbedder) -> None:
-    doc = make_doc("A short paragraph.\n\nAnother one, just as short.", "text")
+    doc = make_document("A short paragraph.\n\nAnother one, just as short.", "text")
     chunks = split_document(doc, max_tokens=200)
     capped = cap_chunks(doc, chunks, embedded_size(embedder.count_tokens), LIMIT)
     assert capped.chunks is chunks and capped.resplit == 0
@@ -89,13 +72,13 @@ def test_fitting_chunks_are_left_alone(embedder: OnnxEmbedder) -> None:
 
 def test_pieces_keep_heading_prefix_and_parent(embedder: OnnxEmbedder) -> None:
     text = "# Guide\n\n## Индекс\n\n" + PROSE + "\n\n## Other\n\nShort."
-    doc = make_doc(text, "markdown")
+    doc = make_document(text, "markdown")
     chunks = split_parent_child(doc, max_tokens=300, parent_tokens=1024)
     size = embedded_size(embedder.count_tokens)
     over = [c for c in chunks if size(c) > LIMIT]
     assert over
     capped = cap_chunks(doc, chunks, size, LIMIT)
-    check(doc, capped.chunks)
+    check_invariants(doc, capped.chunks)
     for original in over:
         pieces = [c for c in capped.chunks if original.start <= c.start < original.end]
         assert len(pieces) > 1
@@ -109,13 +92,13 @@ def test_pieces_keep_heading_prefix_and_parent(embedder: OnnxEmbedder) -> None:
 
 
 def test_an_unsplittable_run_is_kept_and_reported() -> None:
-    doc = make_doc("alpha beta gamma delta epsilon zeta eta theta", "text")
+    doc = make_document("alpha beta gamma delta epsilon zeta eta theta", "text")
     chunks = split_document(doc, max_tokens=200)
     # No text ever fits (an empty one would: the prefix is not what is too long).
     capped = cap_chunks(doc, chunks, lambda c: 10_000 if c.text else 0, 100)
     assert capped.unsplittable and len(capped.unsplittable) == len(capped.chunks)
     assert all(c.token_count <= 4 for c in capped.chunks)
-    check(doc, capped.chunks)
+    check_invariants(doc, capped.chunks)
 
 
 def test_a_prefix_over_the_cap_keeps_its_chunk_whole(embedder: OnnxEmbedder) -> None:
@@ -123,9 +106,9 @@ def test_a_prefix_over_the_cap_keeps_its_chunk_whole(embedder: OnnxEmbedder) -> 
     # made 411 fragments of 2-4 tokens, each still over the embedder's input.
     heading = "# " + " ".join(f"word{i}" for i in range(150))
     body = "\n\n".join(" ".join(f"para{j} text{i}" for i in range(60)) for j in range(5))
-    doc = make_doc(f"{heading}\n\n{body}\n", "markdown")
+    doc = make_document(f"{heading}\n\n{body}\n", "markdown")
     chunks = default_chunker(load_settings(), embedder)(doc)
-    check(doc, chunks)
+    check_invariants(doc, chunks)
     assert len(chunks) < 20
     assert min(c.token_count for c in chunks if c.prefix) > 4
 
@@ -150,7 +133,7 @@ def test_the_truncation_notice_names_what_made_the_chunks(tmp_path: Path) -> Non
         return [Chunk(chunk_id_for(document.doc_id, 0), document.doc_id, 0, text, 0, len(text),
                       count_tokens(text))]  # fmt: skip
 
-    doc = make_doc(body * 3, "text")
+    doc = make_document(body * 3, "text")
     own = index_documents([doc], settings.model_copy(update={"index_dir": tmp_path / "own"}),
                           chunker=whole, chunker_name="whole", embedder=embedder)  # fmt: skip
     [notice] = [n for n in own.notices if "exceed the embedder" in n]
@@ -158,8 +141,9 @@ def test_the_truncation_notice_names_what_made_the_chunks(tmp_path: Path) -> Non
 
 
 def test_per_kind_budgets() -> None:
-    code = make_doc("\n\n".join(f"def f{i}():\n    return {i} + {i}\n" for i in range(60)), "code")
-    prose = make_doc(" ".join(f"Sentence number {i} is here." for i in range(200)), "text")
+    functions = "\n\n".join(f"def f{i}():\n    return {i} + {i}\n" for i in range(60))
+    code = make_document(functions, "code")
+    prose = make_document(" ".join(f"Sentence number {i} is here." for i in range(200)), "text")
     settings = load_settings(chunk_tokens=200, chunk_tokens_by_kind="code=40")
     chunker = default_chunker(settings)
     assert max(c.token_count for c in chunker(code)) <= 40
@@ -199,7 +183,7 @@ def test_indexing_the_examples_truncates_nothing(examples_index: BuiltIndex) -> 
 
 
 def test_the_cap_can_be_turned_off(embedder: OnnxEmbedder) -> None:
-    doc = make_doc(PROSE, "text", None)
+    doc = make_document(PROSE, "text")
     # Russian prose: language budgets would scale it; this test is about the cap alone.
     off = load_settings(chunk_tokens=200, cap_to_embedder=False, language_budgets=False)
     assert default_chunker(off, embedder)(doc) == split_document(doc, max_tokens=200)

@@ -12,8 +12,9 @@ import pytest
 from ctxr.enrich.split import split_document
 from ctxr.enrich.split.code_languages import SUPPORTED, parser_for
 from ctxr.tokens import count_tokens
-from ctxr.types import Chunk, Document, text_hash
-from tests.enrich.split.test_split import check_invariants
+from ctxr.types import Chunk, Document
+from tests.fixtures.chunks import check_invariants, split_checked
+from tests.fixtures.documents import make_document
 from tests.fixtures.paths import EXAMPLES, ROOT
 
 PYTHON = '''"""Caché helpers — überall."""
@@ -225,17 +226,13 @@ IMPORT_LINE = {
 
 
 def make_code(text: str, language: str, source: str) -> Document:
-    return Document(
-        doc_id=source, source=source, text=text, kind="code", title=source,
-        sha256=text_hash(text), language=language,
-    )  # fmt: skip
+    return make_document(text, "code", doc_id=source, source=source, language=language)
 
 
 def _split(language: str, max_tokens: int) -> tuple[Document, list[Chunk]]:
     source, text, _, _ = SAMPLES[language]
     doc = make_code(text, language, source)
-    chunks = split_document(doc, max_tokens=max_tokens)
-    check_invariants(doc, chunks, max_tokens)
+    chunks = split_checked(doc, max_tokens)
     return doc, chunks
 
 
@@ -289,8 +286,7 @@ def test_prefix_holds_only_the_imports_the_chunk_uses() -> None:
         + "        return json.dumps(value, indent=2, sort_keys=True)\n"
     )
     doc = make_code(text, "python", "store.py")
-    chunks = split_document(doc, max_tokens=64)
-    check_invariants(doc, chunks, 64)
+    chunks = split_checked(doc, 64)
     members = [c for c in chunks if "import os" not in c.text]
     assert members
     for chunk in members:
@@ -370,8 +366,7 @@ def _long_function() -> str:
 def test_oversized_method_splits_at_statements() -> None:
     text = _long_function()
     doc = make_code(text, "python", "engine.py")
-    chunks = split_document(doc, max_tokens=64)
-    check_invariants(doc, chunks, 64)
+    chunks = split_checked(doc, 64)
     assert len(chunks) > 3
     assert chunks[0].heading_path == ("Engine",)  # it holds the class line and the def line
     assert all(c.heading_path == ("Engine", "run") for c in chunks[1:])
@@ -390,15 +385,13 @@ def test_oversized_statement_falls_back_to_lines() -> None:
     items = ", ".join(f'"k{i}": {i}' for i in range(200))
     text = f"def table() -> dict[str, int]:\n    return {{{items}}}\n"
     doc = make_code(text, "python", "table.py")
-    chunks = split_document(doc, max_tokens=48)
-    check_invariants(doc, chunks, 48)
+    chunks = split_checked(doc, 48)
     assert all(c.heading_path == ("table",) for c in chunks)
 
 
 def test_overlap_when_asked() -> None:
     doc = make_code(_long_function(), "python", "engine.py")
-    chunks = split_document(doc, max_tokens=64, overlap_tokens=8)
-    check_invariants(doc, chunks, 64)
+    chunks = split_checked(doc, 64, 8)
     assert any(prev.end > cur.start for prev, cur in itertools.pairwise(chunks))
 
 
@@ -413,8 +406,7 @@ def test_tsx_file_uses_the_tsx_grammar() -> None:
         '  return <img src={src} alt="größe" />;\n}\n'
     )
     doc = make_code(text, "typescript", "thumb.tsx")
-    chunks = split_document(doc, max_tokens=24)
-    check_invariants(doc, chunks, 24)
+    chunks = split_checked(doc, 24)
     assert ("Thumb",) in {c.heading_path for c in chunks}
 
 
@@ -423,7 +415,7 @@ def test_unknown_language_and_missing_grammar_fall_back(
 ) -> None:
     text = "def f():\n    return 1\n\n\ndef g():\n    return 2\n" * 20
     ruby = make_code(text, "ruby", "x.rb")
-    check_invariants(ruby, split_document(ruby, max_tokens=32), 32)
+    split_checked(ruby, 32)
     from ctxr.enrich.split import code_languages
 
     parser_for.cache_clear()
@@ -443,8 +435,7 @@ def test_examples_thumbnails_splits_with_symbol_paths() -> None:
     path = EXAMPLES / "lumen" / "thumbnails.py"
     text = path.read_text(encoding="utf-8")
     doc = make_code(text, "python", "examples/lumen/thumbnails.py")
-    chunks = split_document(doc, max_tokens=128)
-    check_invariants(doc, chunks, 128)
+    chunks = split_checked(doc, 128)
     paths = {c.heading_path for c in chunks}
     assert ("ThumbnailCache", "_evict_until_under_limit") in paths
     assert ("render",) in paths and ("parse_size",) in paths
@@ -469,7 +460,7 @@ def test_invariants_hold_for_mangled_sources(language: str) -> None:
         mangled = "".join(picked)[: rng.randint(1, 4000)]
         doc = make_code(mangled, language, source)
         max_tokens = rng.choice([4, 8, 16, 48, 200])
-        check_invariants(doc, split_document(doc, max_tokens=max_tokens), max_tokens)
+        split_checked(doc, max_tokens)
 
 
 def test_the_projects_own_sources_split_cleanly() -> None:
@@ -477,8 +468,7 @@ def test_the_projects_own_sources_split_cleanly() -> None:
     for path in sorted(root.rglob("*.py"))[:40]:
         text = path.read_text(encoding="utf-8")
         doc = make_code(text, "python", path.name)
-        chunks = split_document(doc, max_tokens=256)
-        check_invariants(doc, chunks, 256)
+        chunks = split_checked(doc, 256)
         assert all(c.prefix not in c.text for c in chunks if c.prefix)
 
 
@@ -496,8 +486,7 @@ def test_file_head_is_told_what_the_file_defines() -> None:
         f"/** Thrown on bad input. */\npublic class BadParametersException {{\n{body}}}\n"
     )
     doc = make_code(text, "java", "BadParametersException.java")
-    chunks = split_document(doc, max_tokens=96)
-    check_invariants(doc, chunks, 96)
+    chunks = split_checked(doc, 96)
     head = chunks[0]
     assert "package com.example.hash;" in head.text and "class Bad" not in head.text
     assert head.prefix.endswith("public class BadParametersException {")

@@ -3,8 +3,8 @@
 Each input under ``tests/data/golden/`` is loaded with ``load_document`` (so routing by
 suffix and sniffing is covered too), split, and compared with ``expected/<name>.json``: the
 kind and language it was routed to and every chunk's start, end, token count, heading path,
-prefix and pages. The PDF is written at test time by the hand-made PDF helper of
-``test_pdf.py`` (no binary fixture is checked in).
+prefix and pages. The PDF is written at test time by the hand-made PDF writer of
+``tests/fixtures/pdf.py`` (no binary fixture is checked in).
 
 Regenerate after an intended change with ``CTXR_UPDATE_GOLDEN=1 pytest
 tests/enrich/split/test_golden.py``, then have a person review the diff of ``expected/``.
@@ -23,6 +23,7 @@ from ctxr.enrich.split import split_document
 from ctxr.tokens import count_tokens
 from ctxr.types import Chunk, Document
 from tests.fixtures.paths import DATA
+from tests.fixtures.pdf import make_pdf, sentences
 
 GOLDEN = DATA / "golden"
 EXPECTED = GOLDEN / "expected"
@@ -97,10 +98,6 @@ def test_prose_golden_keeps_crlf() -> None:
 
 
 def test_golden_pdf(tmp_path: Path) -> None:
-    try:
-        from tests.enrich.load.test_pdf import make_pdf, sentences
-    except ImportError:  # pragma: no cover - the helper moved or pypdf is missing
-        pytest.skip("the hand-made PDF helper of tests/enrich/load/test_pdf.py is not importable")
     path = tmp_path / "report.pdf"
     path.write_bytes(make_pdf([sentences(page, 6) for page in (1, 2, 3)]))
     doc = load_document(path)

@@ -4,12 +4,13 @@ many empty headings is packed into chunks near the budget, not one tiny chunk pe
 from __future__ import annotations
 
 from ctxr.enrich.split import split_document
-from tests.enrich.split.test_split import check_invariants, make_doc
+from tests.fixtures.chunks import check_invariants
+from tests.fixtures.documents import make_document
 
 
 def test_a_file_of_empty_headings_packs_up_to_the_budget() -> None:
     text = "".join(f"# Heading {i}\n" for i in range(5000))
-    doc = make_doc(text, "markdown")
+    doc = make_document(text, "markdown")
 
     chunks = split_document(doc, max_tokens=200, overlap_tokens=0)
 
@@ -25,7 +26,7 @@ def test_an_empty_heading_travels_with_the_section_after_it() -> None:
         "# Install\n\nRun the installer and follow the prompts.\n\n"
         "## Options\n\nPass --quiet to silence it.\n"
     )
-    doc = make_doc(text, "markdown")
+    doc = make_document(text, "markdown")
 
     chunks = split_document(doc, max_tokens=200, overlap_tokens=0)
 
@@ -39,7 +40,7 @@ def test_an_empty_heading_travels_with_the_section_after_it() -> None:
 
 def test_sections_with_a_body_keep_their_own_chunks() -> None:
     text = "# A\n\nalpha text.\n\n# B\n\nbeta text.\n"
-    doc = make_doc(text, "markdown")
+    doc = make_document(text, "markdown")
 
     chunks = split_document(doc, max_tokens=200, overlap_tokens=0)
 

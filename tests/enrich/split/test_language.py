@@ -3,7 +3,6 @@ both, with the real detector (py3langid), tiktoken and embedders' own token coun
 
 from __future__ import annotations
 
-import hashlib
 import json
 
 import pytest
@@ -18,15 +17,11 @@ from ctxr.index.embed.base import Embedder
 from ctxr.index.embed.onnx import OnnxEmbedder
 from ctxr.pipeline.chunking import chunk_budget, default_chunker, document_budget
 from ctxr.tokens import get_encoding
-from ctxr.types import Document, DocumentKind
+from ctxr.types import DocumentKind
+from tests.fixtures.documents import make_document
 from tests.fixtures.paths import UDHR as UDHR_FILE
 
 UDHR: dict[str, list[str]] = json.loads(UDHR_FILE.read_text(encoding="utf-8"))["texts"]
-
-
-def make_doc(text: str, kind: DocumentKind = "text", language: str | None = None) -> Document:
-    digest = hashlib.sha256(text.encode()).hexdigest()
-    return Document(digest[:12], f"doc.{kind}", text, kind, "t", digest, language)
 
 
 def prose(lang: str, repeat: int = 6) -> str:
@@ -115,16 +110,16 @@ def test_windows_are_bounded_and_spread_over_the_text() -> None:
 
 def test_code_and_the_setting_off_keep_the_plain_budget() -> None:
     on = load_settings(chunk_tokens=200)
-    code = make_doc("# コメント\n" + "\n".join(UDHR["ja"]), "code", "python")
+    code = make_document("# コメント\n" + "\n".join(UDHR["ja"]), "code", language="python")
     assert document_budget(on, code).max_tokens == 200
     off = load_settings(chunk_tokens=200, language_budgets=False)
-    assert document_budget(off, make_doc(prose("ja"))).max_tokens == 200
-    assert document_budget(on, make_doc(prose("ja"))).max_tokens == 454
+    assert document_budget(off, make_document(prose("ja"))).max_tokens == 200
+    assert document_budget(on, make_document(prose("ja"))).max_tokens == 454
 
 
 @pytest.mark.parametrize("kind", ["text", "markdown"])
 def test_english_chunks_are_unchanged(kind: DocumentKind, minilm: OnnxEmbedder) -> None:
-    doc = make_doc("# Rights\n\n" + prose("en") if kind == "markdown" else prose("en"), kind)
+    doc = make_document("# Rights\n\n" + prose("en") if kind == "markdown" else prose("en"), kind)
     on = default_chunker(load_settings(chunk_tokens=200), minilm)(doc)
     off = default_chunker(load_settings(chunk_tokens=200, language_budgets=False), minilm)(doc)
     assert on == off
@@ -137,7 +132,7 @@ def test_japanese_and_turkish_chunks_hold_what_english_ones_do(openai_sized: Emb
     # so chunk counts (the same meaning in each) say how much each chunk holds.
     def counts(**extra: object) -> dict[str, int]:
         chunker = default_chunker(load_settings(chunk_tokens=200, **extra), openai_sized)
-        return {lang: len(chunker(make_doc(prose(lang)))) for lang in ("en", "ja", "tr")}
+        return {lang: len(chunker(make_document(prose(lang)))) for lang in ("en", "ja", "tr")}
 
     before, after = counts(language_budgets=False), counts()
     assert before["ja"] > 2 * before["en"] and before["tr"] > 1.5 * before["en"]
@@ -149,7 +144,7 @@ def test_japanese_and_turkish_chunks_hold_what_english_ones_do(openai_sized: Emb
 def test_under_minilm_no_chunk_exceeds_its_input_nor_grows_in_number(
     lang: str, minilm: OnnxEmbedder
 ) -> None:
-    doc = make_doc(prose(lang))
+    doc = make_document(prose(lang))
     settings = load_settings(chunk_tokens=200)
     limit = minilm.max_tokens - settings.context_reserve_tokens
     size = embedded_size(minilm.count_tokens)

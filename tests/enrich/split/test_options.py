@@ -19,8 +19,9 @@ from ctxr.errors import ConfigError
 from ctxr.pipeline.chunking import default_chunker
 from ctxr.pipeline.recipe import document_recipe
 from ctxr.types import DocumentKind
-from tests.enrich.split.test_split import check_invariants, make_doc
 from tests.fakes.hash_embedder import HashEmbedder
+from tests.fixtures.chunks import check_invariants
+from tests.fixtures.documents import make_document
 
 
 def _markdown(seed: int) -> str:
@@ -79,7 +80,7 @@ def _prose(seed: int) -> str:
 @pytest.mark.parametrize("kind", ["markdown", "text"])
 def test_parent_child_children_stay_inside_their_parents(seed: int, kind: DocumentKind) -> None:
     text = _markdown(seed) if kind == "markdown" else _prose(seed)
-    doc = make_doc(text, kind)
+    doc = make_document(text, kind)
     parents = split_document(doc, max_tokens=120, overlap_tokens=0)
     children = split_parent_child(doc, max_tokens=40, parent_tokens=120)
     check_invariants(doc, children, 40)
@@ -96,7 +97,7 @@ def test_parent_child_children_stay_inside_their_parents(seed: int, kind: Docume
 
 
 def test_parent_child_keeps_the_structure_splitters_headings() -> None:
-    doc = make_doc(_markdown(3), "markdown")
+    doc = make_document(_markdown(3), "markdown")
     plain = {(c.start, c.end): c for c in split_document(doc, max_tokens=40)}
     for child in split_parent_child(doc, max_tokens=40, parent_tokens=120):
         same = plain.get((child.start, child.end))
@@ -107,7 +108,7 @@ def test_parent_child_keeps_the_structure_splitters_headings() -> None:
 
 def test_parent_budget_below_chunk_budget_is_refused() -> None:
     with pytest.raises(ConfigError, match="parent_tokens"):
-        split_parent_child(make_doc("Some text.", "text"), max_tokens=64, parent_tokens=32)
+        split_parent_child(make_document("Some text.", "text"), max_tokens=64, parent_tokens=32)
 
 
 CATS = [
@@ -128,7 +129,7 @@ ENGINES = [
 
 def test_semantic_chunks_cut_where_the_topic_changes() -> None:
     text = " ".join(CATS) + " " + " ".join(ENGINES)
-    doc = make_doc(text, "text")
+    doc = make_document(text, "text")
     embedder = HashEmbedder()
     chunks = split_semantic(doc, embedder.embed, max_tokens=400, percentile=95)
     check_invariants(doc, chunks, 400)
@@ -138,7 +139,7 @@ def test_semantic_chunks_cut_where_the_topic_changes() -> None:
 
 def test_a_semantic_segment_over_budget_is_split_by_structure() -> None:
     text = "\n\n".join([" ".join(CATS * 4), " ".join(ENGINES * 4)])
-    doc = make_doc(text, "text")
+    doc = make_document(text, "text")
     chunks = split_semantic(doc, HashEmbedder().embed, max_tokens=40, overlap_tokens=0)
     check_invariants(doc, chunks, 40)
     boundary = text.index("Diesel")
@@ -148,21 +149,21 @@ def test_a_semantic_segment_over_budget_is_split_by_structure() -> None:
 
 @pytest.mark.parametrize("seed", range(4))
 def test_semantic_invariants_on_random_prose(seed: int) -> None:
-    doc = make_doc(_prose(seed), "text")
+    doc = make_document(_prose(seed), "text")
     chunks = split_semantic(doc, HashEmbedder().embed, max_tokens=50, percentile=80)
     check_invariants(doc, chunks, 50)
 
 
 def test_semantic_leaves_structured_kinds_to_the_structure_splitter() -> None:
-    doc = make_doc(_markdown(1), "markdown")
+    doc = make_document(_markdown(1), "markdown")
 
     def refuse(texts: Sequence[str]) -> npt.NDArray[np.float32]:
         raise AssertionError("a markdown document needs no sentence embeddings")
 
     assert split_semantic(doc, refuse, max_tokens=60) == split_document(doc, max_tokens=60)
-    assert split_semantic(make_doc("", "text"), refuse) == []
+    assert split_semantic(make_document("", "text"), refuse) == []
     with pytest.raises(ConfigError, match="percentile"):
-        split_semantic(make_doc("A b.", "text"), refuse, percentile=101)
+        split_semantic(make_document("A b.", "text"), refuse, percentile=101)
 
 
 def test_breakpoints_follow_the_percentile() -> None:
@@ -173,7 +174,7 @@ def test_breakpoints_follow_the_percentile() -> None:
 
 
 def test_settings_pick_the_chunker_and_shape_the_recipe(tmp_path: Path) -> None:
-    doc = make_doc(" ".join(CATS) + " " + " ".join(ENGINES), "text")
+    doc = make_document(" ".join(CATS) + " " + " ".join(ENGINES), "text")
     base = {"index_dir": tmp_path, "chunk_tokens": 200, "context": "outline"}
     structure = load_settings(**base)
     parent = load_settings(**base, chunking="parent", parent_tokens=400)

@@ -28,7 +28,8 @@ from hypothesis import strategies as st  # noqa: E402
 
 from ctxr.enrich.split import split_document  # noqa: E402
 from ctxr.tokens import count_tokens  # noqa: E402
-from ctxr.types import Chunk, Document, DocumentKind, chunk_id_for, text_hash  # noqa: E402
+from ctxr.types import Chunk, Document, DocumentKind, chunk_id_for  # noqa: E402
+from tests.fixtures.documents import make_document  # noqa: E402
 
 # CTXR_PROPERTY_EXAMPLES raises the count for a longer local hunt; the default keeps CI fast.
 SETTINGS = settings(
@@ -46,13 +47,6 @@ WORDS = [
     "中文", "日本語", "😀", "résumé", "x", "of", "the", "and", "retrieval", "embedding",
 ]  # fmt: skip
 ABBREVIATIONS = ["Dr.", "Mr.", "e.g.", "i.e.", "etc.", "U.S.", "approx.", "vs."]
-
-
-def make_doc(text: str, kind: DocumentKind, language: str | None = None) -> Document:
-    return Document(
-        doc_id="prop", source=f"prop.{kind}", text=text, kind=kind, title="prop",
-        sha256=text_hash(text), language=language,
-    )  # fmt: skip
 
 
 def check_chunks(doc: Document, chunks: list[Chunk], max_tokens: int) -> list[Chunk]:
@@ -168,7 +162,7 @@ def test_markdown_properties(
     md: tuple[str, list[tuple[int, int]]], max_tokens: int, overlap: int | None
 ) -> None:
     text, atomic = md
-    doc = make_doc(text, "markdown")
+    doc = make_document(text, "markdown", doc_id="prop")
     chunks = split_twice(doc, max_tokens, overlap)
     check_chunks(doc, chunks, max_tokens)
     # Only spans that fit the budget on their own are owed to be kept whole.
@@ -185,7 +179,7 @@ def test_html_kind_follows_markdown_properties(
     md: tuple[str, list[tuple[int, int]]], max_tokens: int
 ) -> None:
     """HTML is split as its extracted Markdown-like text; the same invariants hold."""
-    doc = make_doc(md[0], "html")
+    doc = make_document(md[0], "html", doc_id="prop")
     check_chunks(doc, split_twice(doc, max_tokens, None), max_tokens)
 
 
@@ -250,7 +244,7 @@ def python_sources(draw: st.DrawFn) -> str:
     overlap=st.sampled_from([None, 0, 2]),
 )
 def test_python_code_properties(source: str, max_tokens: int, overlap: int | None) -> None:
-    doc = make_doc(source, "code", "python")
+    doc = make_document(source, "code", doc_id="prop", language="python")
     check_chunks(doc, split_twice(doc, max_tokens, overlap), max_tokens)
 
 
@@ -268,7 +262,7 @@ def test_mangled_code_never_crashes(
     for at, length in cuts:
         at %= max(1, len(source))
         source = source[:at] + source[at + length :]
-    doc = make_doc(source, "code", language)
+    doc = make_document(source, "code", doc_id="prop", language=language)
     check_chunks(doc, split_twice(doc, max_tokens, None), max_tokens)
 
 
@@ -305,7 +299,7 @@ def prose_docs(draw: st.DrawFn) -> str:
     overlap=st.sampled_from([None, 0, 1, 3]),
 )
 def test_prose_properties(text: str, max_tokens: int, overlap: int | None) -> None:
-    doc = make_doc(text, "text")
+    doc = make_document(text, "text", doc_id="prop")
     if overlap is not None and overlap > max_tokens // 2:
         overlap = max_tokens // 2
     check_chunks(doc, split_twice(doc, max_tokens, overlap), max_tokens)
@@ -321,7 +315,7 @@ def test_prose_cuts_never_fall_on_abbreviations_or_decimals(
 ) -> None:
     """When every sentence fits, chunks end at sentence ends, never after "Dr." or inside 3.14."""
     text = " ".join(sentences)
-    doc = make_doc(text, "text")
+    doc = make_document(text, "text", doc_id="prop")
     overlap = max_tokens // 10
     assume(all(count_tokens(s) + 2 <= max_tokens - overlap for s in sentences))
     ends = set()
@@ -342,6 +336,6 @@ def test_prose_cuts_never_fall_on_abbreviations_or_decimals(
 )
 def test_unbreakable_run_is_cut_or_reported(run: str, max_tokens: int, kind: DocumentKind) -> None:
     """A run without whitespace is the one thing that may not fit; it is cut at tokens."""
-    doc = make_doc(f"intro words {run} outro", kind)
+    doc = make_document(f"intro words {run} outro", kind, doc_id="prop")
     oversized = check_chunks(doc, split_twice(doc, max_tokens, None), max_tokens)
     assert oversized == []  # the splitter even cuts such runs at token boundaries

@@ -11,34 +11,9 @@ import pytest
 from ctxr.enrich.split import split_document
 from ctxr.enrich.split.recursive import sentences
 from ctxr.errors import ConfigError
-from ctxr.tokens import count_tokens
-from ctxr.types import Chunk, Document, DocumentKind, chunk_id_for, text_hash
-
-
-def make_doc(text: str, kind: DocumentKind, doc_id: str = "doc-1") -> Document:
-    return Document(
-        doc_id=doc_id, source=f"{doc_id}.{kind}", text=text, kind=kind, title=doc_id,
-        sha256=text_hash(text),
-    )  # fmt: skip
-
-
-def check_invariants(doc: Document, chunks: list[Chunk], max_tokens: int) -> None:
-    covered = bytearray(len(doc.text))
-    for i, chunk in enumerate(chunks):
-        assert chunk.index == i
-        assert chunk.doc_id == doc.doc_id
-        assert chunk.chunk_id == chunk_id_for(doc.doc_id, i)
-        assert doc.text[chunk.start : chunk.end] == chunk.text
-        assert chunk.text.strip() == chunk.text != ""
-        assert chunk.token_count == count_tokens(chunk.text)
-        assert chunk.token_count <= max_tokens
-        covered[chunk.start : chunk.end] = b"\x01" * (chunk.end - chunk.start)
-    for j in range(1, len(chunks)):  # document order
-        assert chunks[j - 1].start < chunks[j].start
-        assert chunks[j - 1].end < chunks[j].end
-    missing = [i for i, ch in enumerate(doc.text) if not covered[i] and not ch.isspace()]
-    assert missing == []
-
+from ctxr.types import DocumentKind
+from tests.fixtures.chunks import split_checked
+from tests.fixtures.documents import make_document
 
 MARKDOWN = """# Guide
 
@@ -83,9 +58,8 @@ The end.
 
 
 def test_markdown_heading_trails_and_fences() -> None:
-    doc = make_doc(MARKDOWN, "markdown")
-    chunks = split_document(doc, max_tokens=40)
-    check_invariants(doc, chunks, 40)
+    doc = make_document(MARKDOWN, "markdown")
+    chunks = split_checked(doc, 40)
     paths = {c.heading_path for c in chunks}
     assert ("Guide", "Install", "From source") in paths
     assert ("Guide", "Install", "From PyPI") in paths
@@ -104,9 +78,8 @@ def test_markdown_heading_trails_and_fences() -> None:
 
 
 def test_markdown_merges_nested_sections_but_not_siblings() -> None:
-    doc = make_doc(MARKDOWN, "markdown")
-    chunks = split_document(doc, max_tokens=2000)
-    check_invariants(doc, chunks, 2000)
+    doc = make_document(MARKDOWN, "markdown")
+    chunks = split_checked(doc, 2000)
     # Everything under "# Guide" nests under it; "# Reference" is a same-level sibling.
     assert [c.heading_path for c in chunks] == [("Guide",), ("Reference",)]
     assert chunks[1].text == "# Reference\n\nThe end."
@@ -115,9 +88,8 @@ def test_markdown_merges_nested_sections_but_not_siblings() -> None:
 def test_markdown_continuation_prefix() -> None:
     body = " ".join(f"Sentence number {i} talks about installing things." for i in range(80))
     text = f"# Guide\n\nIntro.\n\n## Install\n\n{body}\n\n## Next\n\nDone.\n"
-    doc = make_doc(text, "markdown")
-    chunks = split_document(doc, max_tokens=64)
-    check_invariants(doc, chunks, 64)
+    doc = make_document(text, "markdown")
+    chunks = split_checked(doc, 64)
     install = [c for c in chunks if c.heading_path == ("Guide", "Install")]
     assert len(install) > 2
     assert install[0].text.startswith("## Install")
@@ -132,9 +104,8 @@ def test_markdown_continuation_prefix() -> None:
 def test_markdown_table_cut_between_rows_with_header_prefix() -> None:
     rows = "".join(f"| row {i} | value {i} and some more words |\n" for i in range(60))
     text = f"## Data\n\n| name | value |\n|------|-------|\n{rows}\nAfter the table.\n"
-    doc = make_doc(text, "markdown")
-    chunks = split_document(doc, max_tokens=50)
-    check_invariants(doc, chunks, 50)
+    doc = make_document(text, "markdown")
+    chunks = split_checked(doc, 50)
     line_starts = {0} | {m.end() for m in re.finditer("\n", text)}
     line_ends = {m.start() for m in re.finditer("\r?\n", text)} | {len(text)}
     for chunk in chunks:
@@ -155,9 +126,8 @@ def test_markdown_list_stays_with_the_line_that_introduces_it(gap: str) -> None:
     for words in range(5, 60, 3):
         filler = " ".join(f"filler{i}" for i in range(words))
         text = f"# Setup\n\n{filler}.\n\nBefore you start:{gap}{items}\n\nThe end.\n"
-        doc = make_doc(text, "markdown")
-        chunks = split_document(doc, max_tokens=48)
-        check_invariants(doc, chunks, 48)
+        doc = make_document(text, "markdown")
+        chunks = split_checked(doc, 48)
         first_item = next(c for c in chunks if "- step 0:" in c.text)
         assert "Before you start:" in first_item.text, (words, [c.text for c in chunks])
 
@@ -165,9 +135,8 @@ def test_markdown_list_stays_with_the_line_that_introduces_it(gap: str) -> None:
 def test_big_fence_is_split_by_lines() -> None:
     code = "\n".join(f"    value_{i} = compute({i})  # step {i}" for i in range(200))
     text = f"# Code\n\n```python\n{code}\n```\n"
-    doc = make_doc(text, "markdown")
-    chunks = split_document(doc, max_tokens=60)
-    check_invariants(doc, chunks, 60)
+    doc = make_document(text, "markdown")
+    chunks = split_checked(doc, 60)
     assert len(chunks) > 5
     line_ends = {m.start() for m in re.finditer("\n", text)} | {len(text)}
     assert all(c.end in line_ends for c in chunks)
@@ -175,9 +144,8 @@ def test_big_fence_is_split_by_lines() -> None:
 
 def test_markdown_crlf_and_unicode() -> None:
     text = MARKDOWN.replace("Welcome", "Willkommen, Grüße 😀 欢迎").replace("\n", "\r\n")
-    doc = make_doc(text, "markdown")
-    chunks = split_document(doc, max_tokens=30)
-    check_invariants(doc, chunks, 30)
+    doc = make_document(text, "markdown")
+    chunks = split_checked(doc, 30)
     assert ("Guide", "Install", "From source") in {c.heading_path for c in chunks}
     assert all("\r" not in part for c in chunks for part in c.heading_path)
 
@@ -210,9 +178,8 @@ def last() -> None:
 
 
 def test_code_file_splits_at_top_level_definitions() -> None:
-    doc = make_doc(PYTHON * 3, "code")
-    chunks = split_document(doc, max_tokens=48)
-    check_invariants(doc, chunks, 48)
+    doc = make_document(PYTHON * 3, "code")
+    chunks = split_checked(doc, 48)
     for prev, cur in itertools.pairwise(chunks):
         assert prev.end <= cur.start  # no overlap for code by default
     assert all(c.heading_path == () and c.prefix == "" for c in chunks)
@@ -227,9 +194,8 @@ UNICODE = (
 
 
 def test_unicode_crlf_text_with_overlap() -> None:
-    doc = make_doc(UNICODE * 30, "text")
-    chunks = split_document(doc, max_tokens=60)
-    check_invariants(doc, chunks, 60)
+    doc = make_document(UNICODE * 30, "text")
+    chunks = split_checked(doc, 60)
     overlapping = sum(prev.end > cur.start for prev, cur in itertools.pairwise(chunks))
     assert overlapping > 0  # text gets 10% overlap by default
     for chunk in chunks:  # overlap starts at a word boundary, never mid-word
@@ -245,9 +211,8 @@ def test_huge_single_line_never_exceeds_budget(kind: DocumentKind) -> None:
     words = " ".join(f"word{i}" for i in range(20000))
     blob = "x9Z/" * 3000  # no whitespace at all: cut at token boundaries
     cjk = "这是一个没有空格的很长的中文段落😀" * 300
-    doc = make_doc(f"{words} {blob} {cjk}", kind)
-    chunks = split_document(doc, max_tokens=100)
-    check_invariants(doc, chunks, 100)
+    doc = make_document(f"{words} {blob} {cjk}", kind)
+    chunks = split_checked(doc, 100)
     assert max(c.token_count for c in chunks) > 80  # chunks are filled, not scraps
 
 
@@ -267,14 +232,14 @@ def test_sentence_rule_keeps_abbreviations_and_decimals() -> None:
 
 
 def test_deterministic_and_empty() -> None:
-    doc = make_doc(UNICODE * 10 + MARKDOWN, "text")
+    doc = make_document(UNICODE * 10 + MARKDOWN, "text")
     assert split_document(doc, max_tokens=40) == split_document(doc, max_tokens=40)
-    assert split_document(make_doc(" \r\n\t ", "markdown")) == []
-    assert split_document(make_doc("", "text")) == []
+    assert split_document(make_document(" \r\n\t ", "markdown")) == []
+    assert split_document(make_document("", "text")) == []
 
 
 def test_bad_budgets_are_rejected() -> None:
-    doc = make_doc("hello", "text")
+    doc = make_document("hello", "text")
     with pytest.raises(ConfigError, match="max_tokens"):
         split_document(doc, max_tokens=2)
     with pytest.raises(ConfigError, match="overlap_tokens"):
@@ -295,11 +260,10 @@ def test_invariants_hold_for_random_texts() -> None:
     rng = random.Random(1234)
     for _ in range(200):
         text = "".join(rng.choices(PARTS, k=rng.randrange(0, 400)))
-        doc = make_doc(text, rng.choice(KINDS))
+        doc = make_document(text, rng.choice(KINDS))
         max_tokens = rng.randrange(4, 80)
         overlap = rng.choice([None, 0, 1, max_tokens // 4])
-        chunks = split_document(doc, max_tokens=max_tokens, overlap_tokens=overlap)
-        check_invariants(doc, chunks, max_tokens)
+        split_checked(doc, max_tokens, overlap)
 
 
 try:
@@ -319,6 +283,5 @@ else:
     def test_invariants_hold_for_any_text(
         parts: list[str], kind: DocumentKind, max_tokens: int, overlap: int | None
     ) -> None:
-        doc = make_doc("".join(parts), kind)
-        chunks = split_document(doc, max_tokens=max_tokens, overlap_tokens=overlap)
-        check_invariants(doc, chunks, max_tokens)
+        doc = make_document("".join(parts), kind)
+        split_checked(doc, max_tokens, overlap)
