@@ -7,7 +7,6 @@ with 200 and hits: a page that rebinds its own name to 127.0.0.1 could read the 
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,7 +15,6 @@ import pytest
 
 from ctxr.api.app import owning_server
 from ctxr.api.hosts import HostPolicy
-from ctxr.config import load_settings
 from tests.fixtures.index import BuiltIndex
 from tests.fixtures.servers import HOST, MCP_ACCEPT, MCP_HELLO, running, serving_mcp
 
@@ -26,11 +24,8 @@ EVIL = "evil.rebind.example"
 @pytest.fixture(scope="module")
 def served(examples_index: BuiltIndex, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     # A copy: the server that owns it writes its owner file there.
-    copy = tmp_path_factory.mktemp("hosts") / "idx"
-    shutil.copytree(examples_index.index_dir, copy, ignore=shutil.ignore_patterns(".lock"))
-    settings = load_settings(
-        index_dir=copy, cache_dir=examples_index.cache_dir, api_allowed_hosts="search.lan"
-    )
+    copy = examples_index.copy_to(tmp_path_factory.mktemp("hosts") / "idx")
+    settings = examples_index.settings_with(index_dir=copy, api_allowed_hosts="search.lan")
     server, sock = owning_server(settings, HOST, 0)  # `ctxr serve`'s own server
     with running(server, [sock]) as port:
         yield f"http://{HOST}:{port}"

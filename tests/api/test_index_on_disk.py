@@ -43,8 +43,7 @@ def _check_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _copy(index: BuiltIndex, to: Path) -> Settings:
-    shutil.copytree(index.index_dir, to, ignore=shutil.ignore_patterns(".lock"))
-    return load_settings(index_dir=to, cache_dir=index.cache_dir)
+    return index.settings_with(index_dir=index.copy_to(to))
 
 
 def test_a_damaged_store_starts_and_answers_503_with_the_reason(

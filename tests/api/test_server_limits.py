@@ -23,6 +23,7 @@ from fastapi.testclient import TestClient
 from ctxr.api.app import create_app
 from ctxr.config import load_settings
 from tests.fakes.llm_server import FakeLLMServer
+from tests.fixtures.environment import use_fake_llm
 from tests.fixtures.index import BuiltIndex
 from tests.fixtures.servers import MCP_ACCEPT, MCP_HELLO, running, serving_mcp, uvicorn_server
 
@@ -90,8 +91,7 @@ def test_a_request_may_not_rerank_more_queries_than_the_cap(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     llm = fake_llm_factory(respond=lambda body: json.dumps([{"id": 0, "score": 1.0}]))
-    for name, value in llm.env().items():
-        monkeypatch.setenv(name, value)
+    use_fake_llm(monkeypatch, llm)
     settings = examples_index.settings_with(api_max_rerank_queries=2, rerank_candidates=5)
     queries = ["backup and restore", "thumbnail cache", "migration lock"]
     with TestClient(create_app(settings)) as client:

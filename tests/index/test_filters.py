@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from fastapi.testclient import TestClient
-from qdrant_client import QdrantClient
 
 from ctxr.api.app import create_app
 from ctxr.cli import main
@@ -27,16 +26,12 @@ from ctxr.index.filters import (
 )
 from ctxr.index.payload import source_fields
 from ctxr.index.store.base import Store, StoredPoint
-from ctxr.index.store.edge import EdgeStore
-from ctxr.index.store.server import QdrantServerStore
 from ctxr.retrieve.service import SearchService
 from ctxr.types import chunk_id_for
 from tests.fixtures.index import BuiltIndex
+from tests.fixtures.stores import BACKENDS, LOCAL_QDRANT_WARNINGS, filled_store
 
-pytestmark = [
-    pytest.mark.filterwarnings("ignore:Payload indexes have no effect in the local Qdrant"),
-    pytest.mark.filterwarnings("ignore:Local mode performs exact"),
-]
+pytestmark = LOCAL_QDRANT_WARNINGS
 
 # -- parsing ---------------------------------------------------------------------------------
 
@@ -194,12 +189,7 @@ CASES: list[dict[str, Any]] = [
 
 @pytest.fixture(scope="module")
 def stores(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Store]]:
-    edge = EdgeStore.create(tmp_path_factory.mktemp("edge") / "shard", DIM)
-    server = QdrantServerStore.create(QdrantClient(":memory:"), "ctxr", DIM)
-    made: dict[str, Store] = {"edge": edge, "server": server}
-    for store in made.values():
-        store.upsert(POINTS)
-        store.flush()
+    made = {b: filled_store(b, tmp_path_factory.mktemp(b) / "shard", DIM, POINTS) for b in BACKENDS}
     yield made
     for store in made.values():
         store.close()

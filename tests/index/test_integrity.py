@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -19,7 +18,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from ctxr.cli import main
-from ctxr.config import Settings, load_settings
+from ctxr.config import Settings
 from ctxr.errors import IndexCorruptError
 from ctxr.index import integrity
 from ctxr.index.manifest import Manifest
@@ -70,8 +69,7 @@ DAMAGES: dict[str, Callable[[Path], None]] = {
 
 
 def copy_index(index: BuiltIndex, to: Path) -> Settings:
-    shutil.copytree(index.index_dir, to, ignore=shutil.ignore_patterns(".lock"))
-    return load_settings(index_dir=to, cache_dir=index.cache_dir)
+    return index.settings_with(index_dir=index.copy_to(to))
 
 
 def run(*args: str | Path, cache: Path) -> Result:

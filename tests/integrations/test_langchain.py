@@ -4,6 +4,7 @@ examples index: embedded (`index_dir=`) and through a real `ctxr serve` (`base_u
 from __future__ import annotations
 
 import asyncio
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,7 @@ def test_embedded_sync_and_async(examples_index: BuiltIndex, expected: Expected)
     retriever = CtxrRetriever(
         index_dir=examples_index.index_dir, k=3, settings={"cache_dir": examples_index.cache_dir}
     )
-    try:
+    with closing(retriever):
         assert isinstance(retriever, BaseRetriever)
         docs = retriever.invoke(QUERY)
         _check(docs, expected["plain"])
@@ -49,13 +50,9 @@ def test_embedded_sync_and_async(examples_index: BuiltIndex, expected: Expected)
         _check(asyncio.run(retriever.ainvoke(QUERY)), expected["plain"])
         batch = retriever.batch([QUERY, QUERY])
         assert [_as_hits(b) for b in batch] == [expected["plain"]] * 2
-    finally:
-        retriever.close()
     filtered = CtxrRetriever(index_dir=examples_index.index_dir, k=5, filters=FILTERS)
-    try:
+    with closing(filtered):
         _check(filtered.invoke("cache"), expected["filtered"])
-    finally:
-        filtered.close()
 
 
 class TestServed:

@@ -4,6 +4,7 @@ examples index: embedded (`index_dir=`) and through a real `ctxr serve` (`base_u
 from __future__ import annotations
 
 import asyncio
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +44,7 @@ def test_embedded_sync_and_async(examples_index: BuiltIndex, expected: Expected)
     retriever = CtxrRetriever(
         index_dir=examples_index.index_dir, k=3, cache_dir=examples_index.cache_dir
     )
-    try:
+    with closing(retriever):
         assert isinstance(retriever, BaseRetriever)
         nodes = retriever.retrieve(QUERY)
         _check(nodes, expected["plain"])
@@ -56,13 +57,9 @@ def test_embedded_sync_and_async(examples_index: BuiltIndex, expected: Expected)
         shown = top.get_content(metadata_mode=MetadataMode.LLM)
         assert "examples/docs/faq.md" in shown and top.metadata["context"] in shown
         assert top.node_id not in shown and "scores" not in shown
-    finally:
-        retriever.close()
     filtered = CtxrRetriever(index_dir=examples_index.index_dir, k=5, filters=FILTERS)
-    try:
+    with closing(filtered):
         _check(filtered.retrieve("cache"), expected["filtered"])
-    finally:
-        filtered.close()
 
 
 class TestServed:

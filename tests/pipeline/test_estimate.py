@@ -32,7 +32,9 @@ from ctxr.tokens import count_tokens
 from tests.fakes.hash_embedder import HashEmbedder
 from tests.fakes.llm_server import FakeLLMServer
 from tests.fixtures.answers import grouped_answer
+from tests.fixtures.billing import answered, billed_usage, chat_endpoint
 from tests.fixtures.corpora import TOPICS, write_topics
+from tests.fixtures.environment import use_fake_llm
 
 # Every context the fake answers is this sentence, so output tokens are known exactly.
 CONTEXT = "This passage belongs to a note on natural phenomena and lists measured facts."
@@ -63,9 +65,7 @@ def _setup(
     provider: str,
     model: str,
 ) -> tuple[Path, Settings]:
-    for name, value in server.env().items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.setenv("CTXR_LLM_PROVIDER", provider)
+    use_fake_llm(monkeypatch, server, provider)
     monkeypatch.setenv("CTXR_LLM_MODEL", model)
     monkeypatch.setenv("CTXR_MAX_DOCUMENT_TOKENS", "2500")
     monkeypatch.setenv("CTXR_CLAUDE_TOKENIZER", "cl100k")  # as the fake server counts
@@ -79,23 +79,9 @@ def _setup(
 
 
 def _billed(server: FakeLLMServer, provider: str) -> tuple[int, Usage]:
-    """Requests and usage as the server billed them, in `Usage`'s convention."""
-    endpoint = "chat.completions" if provider == "openai" else "messages"
-    done = [r for r in server.requests if r.endpoint == endpoint and r.status == 200]
-    total = Usage()
-    for r in done:
-        u = r.usage or {}
-        if provider == "openai":
-            cached = int(u["prompt_tokens_details"]["cached_tokens"])
-            total += Usage(int(u["prompt_tokens"]) - cached, 0, cached, int(u["completion_tokens"]))
-        else:
-            total += Usage(
-                int(u["input_tokens"]),
-                int(u["cache_creation_input_tokens"]),
-                int(u["cache_read_input_tokens"]),
-                int(u["output_tokens"]),
-            )
-    return len(done), total
+    """Requests and usage as the server billed them."""
+    done = answered(server, chat_endpoint(provider))
+    return len(done), billed_usage(done)
 
 
 def _close(estimated: int | float, actual: int | float, share: float = 0.02) -> bool:
@@ -245,9 +231,7 @@ def test_cli_compares_models_as_json_and_dry_run_writes_nothing(
     bad = runner.invoke(main, [*args, "--model", "nope-1"])
     assert bad.exit_code == 2 and "no price for model 'nope-1'" in bad.output
 
-    for name, value in fake_llm.env().items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.setenv("CTXR_LLM_PROVIDER", "openai")
+    use_fake_llm(monkeypatch, fake_llm, "openai")
     dry = runner.invoke(main, ["index", str(corpus), "--index", str(index), "--dry-run", "--json"])
     assert dry.exit_code == 0, dry.output
     assert json.loads(dry.stdout)["models"][0]["model"] == "gpt-4o-mini"

@@ -18,6 +18,7 @@ from ctxr.pipeline.report import IndexReport
 from tests.fakes.hash_embedder import HashEmbedder
 from tests.fakes.llm_server import FakeLLMServer
 from tests.fixtures.corpora import write_topics
+from tests.fixtures.environment import use_fake_llm
 
 # Sonnet caches prefixes from 1,024 tokens on; each long document is about 1,500. Its price
 # comes from a user prices file, which also exercises CTXR_PRICES_FILE.
@@ -34,8 +35,7 @@ def _corpus(root: Path) -> Path:
 
 
 def _index(tmp_path: Path, server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> IndexReport:
-    for name, value in server.env().items():
-        monkeypatch.setenv(name, value)
+    use_fake_llm(monkeypatch, server)
     monkeypatch.setenv("CTXR_LLM_MODEL", MODEL)
     # These runs check the one-request-per-chunk schedule; grouping has tests of its own.
     monkeypatch.setenv("CTXR_LLM_GROUP_SIZE", "1")
@@ -107,8 +107,7 @@ def test_cli_reports_the_llm_run(
     tmp_path: Path, fake_llm_factory: Callable[..., FakeLLMServer], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     server = fake_llm_factory()
-    for name, value in server.env().items():
-        monkeypatch.setenv(name, value)
+    use_fake_llm(monkeypatch, server)
     corpus = _corpus(tmp_path / "corpus")
     args = ["index", str(corpus), "--index", str(tmp_path / "idx"), "--json"]
     result = CliRunner().invoke(main, [*args, "--chunk-tokens", "120"])
@@ -173,8 +172,7 @@ def test_a_server_whose_answers_are_no_context_fails_the_run_and_is_asked_again(
     why: str,
 ) -> None:
     broken = fake_llm_factory(respond=lambda body: answer)
-    for name, value in broken.env().items():
-        monkeypatch.setenv(name, value)
+    use_fake_llm(monkeypatch, broken)
     monkeypatch.setenv("CTXR_LLM_MAX_OUTPUT_TOKENS", "4096")  # the runaway is the server's
     corpus = tmp_path / "corpus"
     corpus.mkdir()
@@ -188,8 +186,7 @@ def test_a_server_whose_answers_are_no_context_fails_the_run_and_is_asked_again(
     assert "This chunk is from" not in result.output  # no traceback, no context dumped
 
     working = fake_llm_factory()
-    for name, value in working.env().items():
-        monkeypatch.setenv(name, value)
+    use_fake_llm(monkeypatch, working)
     again = CliRunner().invoke(main, [*args, "--json"])
     assert again.exit_code == 0, again.output
     contexts = json.loads(again.stdout)["contexts"]

@@ -14,11 +14,9 @@ from ctxr.pipeline.build import build_index
 from ctxr.retrieve.documents import land_documents
 from ctxr.retrieve.service import DOCUMENT_MODE, SearchService
 from tests.fakes.hash_embedder import HashEmbedder
+from tests.fixtures.stores import LOCAL_QDRANT_WARNINGS
 
-pytestmark = [
-    pytest.mark.filterwarnings("ignore:Payload indexes have no effect in the local Qdrant"),
-    pytest.mark.filterwarnings("ignore:Local mode performs exact"),
-]
+pytestmark = LOCAL_QDRANT_WARNINGS
 
 
 def test_landing_on_the_best_chunk_or_the_carrier() -> None:

@@ -27,6 +27,7 @@ from ctxr.retrieve.service import SearchService
 from ctxr.types import Hit
 from tests.fakes.llm_rerank import relevance
 from tests.fakes.llm_server import FakeLLMServer
+from tests.fixtures.environment import use_fake_llm
 from tests.fixtures.index import BuiltIndex
 
 QUERY = "how are chunk contexts cached"
@@ -49,8 +50,7 @@ def llm_env(
     fake_llm_factory: Callable[..., FakeLLMServer], monkeypatch: pytest.MonkeyPatch
 ) -> FakeLLMServer:
     server = fake_llm_factory(respond=reverse_ranking)
-    for name, value in server.env().items():
-        monkeypatch.setenv(name, value)
+    use_fake_llm(monkeypatch, server)
     return server
 
 

@@ -72,12 +72,17 @@ def test_no_text_layer_says_ocr(tmp_path: Path) -> None:
     assert info.value.path == path.as_posix()
 
 
-def test_encrypted_pdf_says_decrypt(tmp_path: Path) -> None:
-    writer = pypdf.PdfWriter(clone_from=pypdf.PdfReader(io.BytesIO(make_pdf([["secret"]]))))
-    writer.encrypt(user_password="pw", owner_password="owner", algorithm="RC4-128")
-    path = tmp_path / "locked.pdf"
+def _encrypted(path: Path, line: str, user_password: str) -> Path:
+    """A one-line PDF at `path`, encrypted: opening it needs `user_password` ("" for none)."""
+    writer = pypdf.PdfWriter(clone_from=pypdf.PdfReader(io.BytesIO(make_pdf([[line]]))))
+    writer.encrypt(user_password=user_password, owner_password="owner", algorithm="RC4-128")
     with path.open("wb") as fh:
         writer.write(fh)
+    return path
+
+
+def test_encrypted_pdf_says_decrypt(tmp_path: Path) -> None:
+    path = _encrypted(tmp_path / "locked.pdf", "secret", user_password="pw")
     with pytest.raises(LoadError, match=r"encrypted PDF.*qpdf --decrypt"):
         load_document(path)
 
@@ -91,9 +96,5 @@ def test_damaged_pdf_is_a_load_error(tmp_path: Path) -> None:
 
 
 def test_empty_password_pdf_is_read(tmp_path: Path) -> None:
-    writer = pypdf.PdfWriter(clone_from=pypdf.PdfReader(io.BytesIO(make_pdf([["open text"]]))))
-    writer.encrypt(user_password="", owner_password="owner", algorithm="RC4-128")
-    path = tmp_path / "owner-only.pdf"
-    with path.open("wb") as fh:
-        writer.write(fh)
+    path = _encrypted(tmp_path / "owner-only.pdf", "open text", user_password="")
     assert "open text" in load_document(path).text

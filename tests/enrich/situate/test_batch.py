@@ -29,6 +29,7 @@ from ctxr.types import Chunk, Document
 from tests.fakes.hash_embedder import HashEmbedder
 from tests.fakes.llm_server import FakeLLMServer, RecordedRequest
 from tests.fixtures.documents import sectioned_corpus, sectioned_document
+from tests.fixtures.environment import use_fake_llm
 from tests.fixtures.progress import RecordingProgress
 
 MODELS = {"anthropic": "claude-haiku-4-5", "openai": "gpt-4o-mini"}
@@ -255,8 +256,7 @@ def test_a_damaged_journal_file_is_set_aside_and_named(
 
 
 def _index(tmp_path: Path, server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> IndexReport:
-    for name, value in server.env().items():
-        monkeypatch.setenv(name, value)
+    use_fake_llm(monkeypatch, server)
     monkeypatch.setenv("CTXR_LLM_BATCH", "1")
     monkeypatch.setenv("CTXR_LLM_BATCH_POLL_SECONDS", "0.01")
     settings = load_settings(index_dir=tmp_path / "idx", chunk_tokens=120, context="llm")

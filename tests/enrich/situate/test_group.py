@@ -28,6 +28,7 @@ from tests.fakes.hash_embedder import HashEmbedder
 from tests.fakes.llm_server import FakeLLMServer
 from tests.fakes.llm_wire import asked_ids, default_respond
 from tests.fixtures.corpora import write_topics
+from tests.fixtures.environment import use_fake_llm
 
 _QUOTED = re.compile(r'<chunk id="(c\d+)">')
 
@@ -112,9 +113,7 @@ def test_a_whole_document_is_sent_once_with_its_chunks_marked_in_place() -> None
 def _run(
     tmp_path: Path, server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch, provider: str
 ) -> IndexReport:
-    for name, value in server.env().items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.setenv("CTXR_LLM_PROVIDER", provider)
+    use_fake_llm(monkeypatch, server, provider)
     settings = load_settings(
         index_dir=tmp_path / "idx", chunk_tokens=80, context="llm", llm_group_size=4
     )
@@ -191,8 +190,7 @@ def test_a_cacheable_document_asked_in_one_request_is_sent_unmarked(
     tmp_path: Path, fake_llm_factory: Callable[..., FakeLLMServer], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     server = fake_llm_factory(min_cacheable={"claude": 1024})
-    for name, value in server.env().items():
-        monkeypatch.setenv(name, value)
+    use_fake_llm(monkeypatch, server)
     root = tmp_path / "corpus"
     root.mkdir()
     facts = " ".join(f"Fact {j} about tides holds at {j * 7}." for j in range(300))

@@ -24,6 +24,7 @@ from tests.fakes.hash_embedder import HashEmbedder
 from tests.fakes.llm_server import FakeLLMServer
 from tests.fakes.llm_wire import asked_ids, default_respond
 from tests.fixtures.documents import chunked_document
+from tests.fixtures.environment import use_fake_llm
 
 
 def _planned(
@@ -101,9 +102,7 @@ def test_small_documents_share_requests_and_estimate_agrees(
     provider: str,
 ) -> None:
     server = fake_llm_factory()
-    for name, value in server.env().items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.setenv("CTXR_LLM_PROVIDER", provider)
+    use_fake_llm(monkeypatch, server, provider)
     monkeypatch.setenv("CTXR_CLAUDE_TOKENIZER", "cl100k")  # as the fake server counts
     corpus = _small_corpus(tmp_path / "corpus")
     settings = _settings(tmp_path)
@@ -138,9 +137,7 @@ def test_a_packed_answer_missing_an_id_asks_that_chunk_alone(
         return json.dumps(dict(reversed(named.items())))  # and out of order
 
     server = fake_llm_factory(respond=respond)
-    for name, value in server.env().items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.setenv("CTXR_LLM_PROVIDER", "anthropic")
+    use_fake_llm(monkeypatch, server, "anthropic")
     report = build_index([_small_corpus(tmp_path / "corpus", 4)], _settings(tmp_path),
                          embedder=HashEmbedder())  # fmt: skip
     summary = report.contexts

@@ -5,6 +5,7 @@ provider's counter (what the estimate prices) counts them at the tokens the serv
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import json
 from collections.abc import Callable
@@ -24,6 +25,7 @@ from ctxr.tokens import count_tokens
 from ctxr.types import Chunk, Document
 from tests.fakes.llm_server import FakeLLMServer
 from tests.fixtures.answers import grouped_answer
+from tests.fixtures.billing import answered, billed_usage
 from tests.fixtures.documents import Corpus, chunked_document, fact_sections
 
 CONTEXT = "This passage belongs to a note on natural phenomena and lists measured facts."
@@ -84,20 +86,6 @@ def _prompt(body: dict[str, Any]) -> str:
     return json.dumps({k: body[k] for k in keep if k in body}, sort_keys=True)
 
 
-def _billed(server: FakeLLMServer, endpoint: str) -> tuple[list[str], Usage]:
-    done = [r for r in server.requests if r.endpoint == endpoint and r.status == 200]
-    total = Usage()
-    for r in done:
-        u = r.usage or {}
-        if endpoint == "chat.completions":
-            cached = int(u["prompt_tokens_details"]["cached_tokens"])
-            total += Usage(int(u["prompt_tokens"]) - cached, 0, cached)
-        else:
-            total += Usage(int(u["input_tokens"]), int(u["cache_creation_input_tokens"]),
-                           int(u["cache_read_input_tokens"]))  # fmt: skip
-    return sorted(_prompt(r.body) for r in done), total
-
-
 def _priced(plan: RequestPlan, llm: LLM) -> Usage:
     counter = make_counter(llm, tokenizer="cl100k")  # as the fake server counts
     groups = [PromptGroup([r.request for r in u.requests], u.sent.cache) for u in plan.units]
@@ -129,11 +117,13 @@ def test_the_queue_sends_the_plan_the_estimate_prices(
     planned = sorted(_prompt(llm.request_body(r.request)) for r in plan.requests)
 
     _run(corpus, llm, options, None)
-    sent, billed = _billed(server, endpoint)
+    done = answered(server, endpoint)
+    sent = sorted(_prompt(r.body) for r in done)
     assert sent == planned  # the very requests, one for one
     assert len(sent) == len(plan.requests)
     # Counted as the server counts (cl100k_base): every prompt token, cached or not, exact.
-    assert estimated == billed and billed.cache_read_tokens > 0
+    prompt = dataclasses.replace(billed_usage(done), output_tokens=0)
+    assert estimated == prompt and prompt.cache_read_tokens > 0
 
 
 def test_the_plan_leaves_out_answers_but_not_flagged_entries(tmp_path: Path) -> None:

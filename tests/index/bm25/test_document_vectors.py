@@ -13,7 +13,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from qdrant_client import QdrantClient
 
 from ctxr.config import load_settings
 from ctxr.index import integrity
@@ -29,15 +28,12 @@ from ctxr.index.filters import is_document_level, parse_filters
 from ctxr.index.manifest import MANIFEST_NAME, Manifest
 from ctxr.index.store.base import Store, StoredPoint
 from ctxr.index.store.edge import EdgeStore
-from ctxr.index.store.server import QdrantServerStore
 from ctxr.pipeline.build import build_index
 from ctxr.types import chunk_id_for
 from tests.fakes.hash_embedder import HashEmbedder
+from tests.fixtures.stores import BACKENDS, LOCAL_QDRANT_WARNINGS, filled_store
 
-pytestmark = [
-    pytest.mark.filterwarnings("ignore:Payload indexes have no effect in the local Qdrant"),
-    pytest.mark.filterwarnings("ignore:Local mode performs exact"),
-]
+pytestmark = LOCAL_QDRANT_WARNINGS
 
 DIM = 4
 # Three documents of two chunks each; the documents' whole texts (carried by chunk 0).
@@ -65,15 +61,9 @@ def _points() -> list[StoredPoint]:
     return points
 
 
-@pytest.fixture(params=["edge", "server"])
+@pytest.fixture(params=BACKENDS)
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    made: Store
-    if request.param == "edge":
-        made = EdgeStore.create(tmp_path / "edge", DIM)
-    else:
-        made = QdrantServerStore.create(QdrantClient(":memory:"), "ctxr", DIM)
-    made.upsert(_points())
-    made.flush()
+    made = filled_store(request.param, tmp_path / "edge", DIM, _points())
     yield made
     made.close()
 

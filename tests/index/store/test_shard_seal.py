@@ -73,9 +73,10 @@ DAMAGES: dict[str, Callable[[Path], None]] = {
 }
 
 
-def _copy(index: BuiltIndex, to: Path) -> Path:
-    shutil.copytree(index.index_dir, to, ignore=shutil.ignore_patterns(".lock"))
-    return to
+def _unsealed_copy(index: BuiltIndex, tmp_path: Path) -> Path:
+    index_dir = index.copy_to(tmp_path / "idx")
+    seal.remove_seal(shard_path(index_dir))
+    return index_dir
 
 
 def _ctxr(*args: str | Path, cache: Path, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
@@ -99,7 +100,7 @@ def _named(done: subprocess.CompletedProcess[str], index_dir: Path, code: int = 
 def test_a_damage_that_aborted_the_engine_is_named_in_every_command(
     damage: str, examples_index: BuiltIndex, tmp_path: Path
 ) -> None:
-    index_dir = _copy(examples_index, tmp_path / "idx")
+    index_dir = examples_index.copy_to(tmp_path / "idx")
     DAMAGES[damage](index_dir)
     cache = examples_index.cache_dir
     searched = _ctxr("search", "backup and restore", "--index", index_dir, "--json", cache=cache)
@@ -127,8 +128,7 @@ def test_an_unsealed_shard_that_aborts_the_engine_is_probed_in_a_child(
     examples_index: BuiltIndex, tmp_path: Path
 ) -> None:
     # An index of an older ctxr, or one whose owner was killed: no seal to compare with.
-    index_dir = _copy(examples_index, tmp_path / "idx")
-    seal.remove_seal(shard_path(index_dir))
+    index_dir = _unsealed_copy(examples_index, tmp_path)
     garble_id_tracker(index_dir)
     done = _ctxr("search", "backup", "--index", index_dir, cache=examples_index.cache_dir)
     _named(done, index_dir)
@@ -139,8 +139,7 @@ def test_an_engine_panic_is_a_named_error_not_a_base_exception(
 ) -> None:
     # Without a seal the payload index's tracker reaches the engine, which panics in the load:
     # `pyo3_runtime.PanicException` derives from BaseException, and it is answered as damage.
-    index_dir = _copy(examples_index, tmp_path / "idx")
-    seal.remove_seal(shard_path(index_dir))
+    index_dir = _unsealed_copy(examples_index, tmp_path)
     garble_payload_index_tracker(index_dir)
     with pytest.raises(IndexCorruptError, match="panicked"):
         EdgeStore.open(shard_path(index_dir))
@@ -149,7 +148,7 @@ def test_an_engine_panic_is_a_named_error_not_a_base_exception(
 def test_a_sound_index_stays_sound_through_closes_reopens_copies_and_updates(
     examples_index: BuiltIndex, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    index_dir = _copy(examples_index, tmp_path / "idx")
+    index_dir = examples_index.copy_to(tmp_path / "idx")
     shard = shard_path(index_dir)
     assert seal.read_seal(shard) is not None  # the build sealed it at its close
     settings = load_settings(index_dir=index_dir, cache_dir=examples_index.cache_dir)
@@ -159,7 +158,7 @@ def test_a_sound_index_stays_sound_through_closes_reopens_copies_and_updates(
         service.close()
         assert seal.read_seal(shard) is not None
         assert seal.compare(seal.read_seal(shard) or {}, shard) is None
-    copied = _copy(examples_index, tmp_path / "copy")  # a copy writes the holes out as zeros
+    copied = examples_index.copy_to(tmp_path / "copy")  # a copy writes the holes out as zeros
     SearchService(load_settings(index_dir=copied, cache_dir=examples_index.cache_dir)).close()
 
     monkeypatch.chdir(ROOT)
@@ -184,7 +183,7 @@ def test_a_sound_index_stays_sound_through_closes_reopens_copies_and_updates(
 def test_a_killed_owner_leaves_no_seal_and_the_next_open_is_sound(
     examples_index: BuiltIndex, tmp_path: Path
 ) -> None:
-    index_dir = _copy(examples_index, tmp_path / "idx")
+    index_dir = examples_index.copy_to(tmp_path / "idx")
     script = (
         "import os, sys\n"
         "from pathlib import Path\n"
@@ -210,7 +209,7 @@ def test_changed_bulk_data_is_loaded_and_repaired_document_by_document(
 ) -> None:
     # Same-size bytes over the dense vectors: the engine reads them back as absurd values and
     # never aborts, so the shard is loaded and the point checks name the documents.
-    index_dir = _copy(examples_index, tmp_path / "idx")
+    index_dir = examples_index.copy_to(tmp_path / "idx")
     with open(_segment(index_dir) / "vector_storage-dense/vectors/chunk_0.mmap", "r+b") as f:
         f.write(b"\x7f\x7f\x7f\x7f" * 2000)
     cache = examples_index.cache_dir

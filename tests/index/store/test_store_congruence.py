@@ -31,15 +31,11 @@ from ctxr.retrieve.service import SearchService
 from ctxr.types import chunk_id_for
 from tests.fakes.hash_embedder import HashEmbedder
 from tests.fixtures.paths import ROOT
+from tests.fixtures.stores import BACKENDS, LOCAL_QDRANT_WARNINGS, empty_store
 
-# pytest resets warning filters per test: repeat server_store's silencing of local mode's notes.
-pytestmark = [
-    pytest.mark.filterwarnings("ignore:Payload indexes have no effect in the local Qdrant"),
-    pytest.mark.filterwarnings("ignore:Local mode performs exact"),
-]
+pytestmark = LOCAL_QDRANT_WARNINGS
 
 DIM = 8
-BACKENDS = ["edge", "server"]
 VOCAB = [
     *("lantern", "brass", "polish", "garden", "hose", "kettle"),
     *("whistle", "steam", "tea", "oil", "wick", "glass"),
@@ -78,11 +74,7 @@ def make_store(tmp_path: Path) -> Iterator[Factory]:
     made: list[Store] = []
 
     def make(backend: str) -> Store:
-        store: Store
-        if backend == "edge":
-            store = EdgeStore.create(tmp_path / f"edge-{len(made)}", DIM)
-        else:
-            store = QdrantServerStore.create(QdrantClient(":memory:"), "ctxr", DIM)
+        store = empty_store(backend, tmp_path / f"edge-{len(made)}", DIM)
         made.append(store)
         return store
 
