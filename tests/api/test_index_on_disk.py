@@ -60,6 +60,7 @@ def test_a_damaged_store_starts_and_answers_503_with_the_reason(
         assert search.status_code == 503 and "is damaged" in search.json()["detail"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target", ["mutable_id_tracker.mappings", "payload_index"])
 def test_damage_that_aborted_the_engine_starts_and_answers_503(
     target: str, examples_index: BuiltIndex, tmp_path: Path
@@ -82,6 +83,7 @@ def test_damage_that_aborted_the_engine_starts_and_answers_503(
         assert client.post("/search", json=QUERY).status_code == 503
 
 
+@pytest.mark.slow
 def test_a_deleted_index_is_noticed_and_a_rebuilt_one_reopened(
     examples_index: BuiltIndex, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -102,6 +104,7 @@ def test_a_deleted_index_is_noticed_and_a_rebuilt_one_reopened(
         assert hits and all(h["source"].startswith("examples/docs/") for h in hits)
 
 
+@pytest.mark.slow
 def test_a_replaced_index_is_reopened(
     examples_index: BuiltIndex, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -119,6 +122,7 @@ def test_a_replaced_index_is_reopened(
         assert client.get("/stats").json()["documents"] == 2
 
 
+@pytest.mark.slow
 def test_a_second_server_becomes_ready_when_the_first_stops(
     examples_index: BuiltIndex, tmp_path: Path
 ) -> None:
@@ -146,6 +150,7 @@ def test_a_second_server_becomes_ready_when_the_first_stops(
             holder.wait()
 
 
+@pytest.mark.slow
 def test_two_servers_in_one_process_share_the_index(
     examples_index: BuiltIndex, tmp_path: Path
 ) -> None:

@@ -33,6 +33,7 @@ def _ctxr(words: list[str]) -> list[str]:
     return [sys.executable, "-c", MAIN, *words[1:]]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child is POSIX")
 def test_sigint_during_index_says_what_was_kept_and_how_to_resume(
     tmp_path: Path, fake_llm_factory: Callable[..., FakeLLMServer]

@@ -77,6 +77,7 @@ def test_a_run_on_a_nearly_full_disk_stops_before_it_pays_or_writes(
     assert not (small_disk / "idx" / "qdrant").exists()  # nothing half-written
 
 
+@pytest.mark.slow
 def test_a_sound_index_on_a_full_disk_is_never_called_damaged(
     small_disk: Path, examples_index: BuiltIndex, tmp_path: Path, in_repo_root: Path
 ) -> None:

@@ -124,6 +124,7 @@ def test_a_sound_index_passes_the_full_check(examples_index: BuiltIndex, tmp_pat
     assert found.points_read == found.points_stored == examples_index.report.points_total
 
 
+@pytest.mark.slow
 def test_doctor_repairs_damaged_points_and_the_next_index_restores_them(
     examples_index: BuiltIndex, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -178,6 +179,7 @@ def test_index_over_a_damaged_store_does_not_exit_0(
     assert "is damaged" in result.output and "Traceback" not in result.output
 
 
+@pytest.mark.slow
 def test_index_clears_a_killed_runs_leftover_points(
     examples_index: BuiltIndex, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

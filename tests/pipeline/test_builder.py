@@ -87,6 +87,7 @@ def test_offsets_match_the_document_text(examples_index: BuiltIndex) -> None:
     assert any(len(p["heading_path"]) >= 1 for p in md)
 
 
+@pytest.mark.slow
 def test_reindexing_the_same_folder_keeps_ids_and_count(
     examples_index: BuiltIndex, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -117,6 +118,7 @@ def _sources(settings: Settings, query: str, mode: str) -> set[str]:
         return {hit.source for hit in service.search(query, k=50, mode=mode)}
 
 
+@pytest.mark.slow
 def test_incremental_edit_delete_add(tmp_path: Path) -> None:
     corpus = tmp_path / "corpus"
     corpus.mkdir()

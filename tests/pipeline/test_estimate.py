@@ -94,6 +94,7 @@ def _estimate(settings: Settings, corpus: Path, model: str, **options: Any) -> M
     return result.models[0]
 
 
+@pytest.mark.slow
 def test_openai_estimate_matches_the_run_then_costs_nothing(
     tmp_path: Path, fake_llm_factory: Callable[..., FakeLLMServer], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -146,6 +147,7 @@ def _ledger_by_document(server: FakeLLMServer, documents: dict[str, str]) -> dic
     return ledger
 
 
+@pytest.mark.slow
 def test_claude_estimate_agrees_with_the_fake_ledger(
     tmp_path: Path, fake_llm_factory: Callable[..., FakeLLMServer], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -240,6 +242,7 @@ def test_cli_compares_models_as_json_and_dry_run_writes_nothing(
     assert table.exit_code == 0 and "total with caching" in table.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("provider", "model"), [("anthropic", SONNET), ("openai", "gpt-4o-mini")])
 def test_grouped_estimate_agrees_with_the_run(
     tmp_path: Path,
@@ -325,6 +328,7 @@ def test_claude_estimate_counts_with_ctok_when_installed(tmp_path: Path) -> None
     assert token_count(text) > count_tokens(text, "cl100k_base")
 
 
+@pytest.mark.slow
 def test_dry_run_without_a_provider_estimates_the_outline_run(tmp_path: Path) -> None:
     # With no LLM key the dry run printed an empty table: no model, so no column.
     corpus = _corpus(tmp_path / "corpus")

@@ -49,6 +49,7 @@ def _index(tmp_path: Path, server: FakeLLMServer, monkeypatch: pytest.MonkeyPatc
     return build_index([corpus], settings, embedder=HashEmbedder())
 
 
+@pytest.mark.slow
 def test_one_cache_write_per_document_and_reruns_cost_nothing(
     tmp_path: Path, fake_llm_factory: Callable[..., FakeLLMServer], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -88,6 +89,7 @@ def test_one_cache_write_per_document_and_reruns_cost_nothing(
     assert rebuilt.contexts is not None and rebuilt.contexts.response_cache_hits == chunks
 
 
+@pytest.mark.slow
 def test_faults_lose_no_chunk(
     tmp_path: Path, fake_llm_factory: Callable[..., FakeLLMServer], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -103,6 +105,7 @@ def test_faults_lose_no_chunk(
     assert report.chunks_written == server.count("messages", 200)
 
 
+@pytest.mark.slow
 def test_cli_reports_the_llm_run(
     tmp_path: Path, fake_llm_factory: Callable[..., FakeLLMServer], monkeypatch: pytest.MonkeyPatch
 ) -> None:

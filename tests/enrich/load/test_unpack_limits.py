@@ -48,6 +48,7 @@ def test_an_archive_whose_members_add_up_past_the_limit_is_a_named_skip(tmp_path
     assert "1,200,000" in info.value.reason
 
 
+@pytest.mark.slow
 def test_index_skips_a_zip_bomb_and_indexes_the_rest(tmp_path: Path) -> None:
     corpus = tmp_path / "corpus"
     corpus.mkdir()

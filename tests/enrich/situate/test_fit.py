@@ -235,6 +235,7 @@ def _index_with_defaults(
     return notes.notes, report
 
 
+@pytest.mark.slow
 def test_defaults_against_a_local_llamacpp_fit_its_window_and_price_at_zero(
     tmp_path: Path, fake_llm_factory: Callable[..., FakeLLMServer], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -96,6 +96,7 @@ def _named(done: subprocess.CompletedProcess[str], index_dir: Path, code: int = 
     assert f"the index at {index_dir} is damaged" in out or "damaged:" in out, out[-2000:]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("damage", DAMAGES)
 def test_a_damage_that_aborted_the_engine_is_named_in_every_command(
     damage: str, examples_index: BuiltIndex, tmp_path: Path
@@ -145,6 +146,7 @@ def test_an_engine_panic_is_a_named_error_not_a_base_exception(
         EdgeStore.open(shard_path(index_dir))
 
 
+@pytest.mark.slow
 def test_a_sound_index_stays_sound_through_closes_reopens_copies_and_updates(
     examples_index: BuiltIndex, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -180,6 +182,7 @@ def test_a_sound_index_stays_sound_through_closes_reopens_copies_and_updates(
     assert json.loads(checked.stdout)["sound"]
 
 
+@pytest.mark.slow
 def test_a_killed_owner_leaves_no_seal_and_the_next_open_is_sound(
     examples_index: BuiltIndex, tmp_path: Path
 ) -> None:
@@ -204,6 +207,7 @@ def test_a_killed_owner_leaves_no_seal_and_the_next_open_is_sound(
     assert seal.read_seal(shard_path(index_dir)) is not None
 
 
+@pytest.mark.slow
 def test_changed_bulk_data_is_loaded_and_repaired_document_by_document(
     examples_index: BuiltIndex, tmp_path: Path
 ) -> None:
