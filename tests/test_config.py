@@ -1,5 +1,6 @@
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -81,7 +82,7 @@ def test_one_list_of_choices_for_cli_api_and_service() -> None:
     ],
 )
 def test_recipes_are_pinned_so_existing_indexes_stay_current(
-    overrides: dict[str, str], outline: str, llm: str
+    overrides: dict[str, Any], outline: str, llm: str
 ) -> None:
     # Every indexed document records its recipe; a change here re-indexes every user's corpus.
     # These values were computed before the layout changed and must never move with the code.

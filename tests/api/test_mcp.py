@@ -32,6 +32,7 @@ from mcp import ClientSession, StdioServerParameters  # noqa: E402
 from mcp.client.stdio import stdio_client  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 from mcp.shared.exceptions import MCPError  # noqa: E402
+from mcp.types import TextResourceContents  # noqa: E402
 
 from ctxr.api.mcp import IndexHolder, create_server  # noqa: E402
 from ctxr.cli import main  # noqa: E402
@@ -167,7 +168,9 @@ def test_stdio_subprocess_lists_tools_searches_and_reads(examples_index: BuiltIn
         await _search_checks(session, examples_index)
         await _document_and_passage_checks(session)
         stats = await session.read_resource("ctxr://index/stats")
-        body = json.loads(stats.contents[0].text)
+        contents = stats.contents[0]
+        assert isinstance(contents, TextResourceContents)
+        body = json.loads(contents.text)
         assert body["points"] == examples_index.report.points_total and body["documents"] == 10
 
     _run_stdio(examples_index.index_dir, body)
@@ -337,8 +340,9 @@ def test_stdio_answers_a_message_it_cannot_read_with_a_json_rpc_error(tmp_path: 
         stderr=subprocess.DEVNULL, text=True,
     )  # fmt: skip
     assert child.stdin is not None and child.stdout is not None
+    stdout = child.stdout
     replies: list[dict[str, Any]] = []
-    threading.Thread(target=lambda: replies.extend(json.loads(x) for x in child.stdout),
+    threading.Thread(target=lambda: replies.extend(json.loads(x) for x in stdout),
                      daemon=True).start()  # fmt: skip
 
     def send(message: dict[str, Any] | str) -> None:

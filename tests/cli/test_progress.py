@@ -32,7 +32,9 @@ def test_rate_and_eta_show_after_the_first_step() -> None:
 
 
 def test_a_restarted_phase_counts_from_zero() -> None:
-    steps = [("start", "split", 3), *[("advance", "split", 1)] * 3] * 2
+    steps: list[tuple[str, str, int | None]] = [
+        ("start", "split", 3), *[("advance", "split", 1)] * 3
+    ] * 2
     shown = _render(steps)
     assert " 3/3 " in shown and "6/3" not in shown
 

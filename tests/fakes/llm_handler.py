@@ -194,8 +194,8 @@ def handle_post(h: BaseHTTPRequestHandler, fake: FakeLLMServer) -> None:
         asked = prompt + (answer if isinstance(answer, int) else 0)
         if (asked if fake.window_counts_output else prompt) > fake.context_window:
             fake._finish(record, 400, "context_length")
-            refused = llm_window.refusal(fake.server_kind, prompt, asked, fake.context_window)
-            _send(h, provider, 400, refused)
+            too_long = llm_window.refusal(fake.server_kind, prompt, asked, fake.context_window)
+            _send(h, provider, 400, too_long)
             return
     try:
         if endpoint == "count_tokens":

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,7 @@ from ctxr.index.store.base import Store, StoredPoint
 from ctxr.retrieve.service import SearchService
 from ctxr.types import chunk_id_for
 from tests.fixtures.index import BuiltIndex
-from tests.fixtures.stores import BACKENDS, LOCAL_QDRANT_WARNINGS, filled_store
+from tests.fixtures.stores import BACKENDS, LOCAL_QDRANT_WARNINGS, filled_store, partial_payload
 
 pytestmark = LOCAL_QDRANT_WARNINGS
 
@@ -142,7 +142,7 @@ def _points() -> list[StoredPoint]:
                 chunk_id_for(source, n // len(SOURCES)),
                 [rng.uniform(-1, 1) for _ in range(DIM)],
                 document_vector(terms, avg_len=3.5),
-                payload,
+                partial_payload(payload),
             )
         )
     return points
@@ -151,7 +151,7 @@ def _points() -> list[StoredPoint]:
 POINTS = _points()
 
 
-def _admits(payload: dict[str, Any], c: Condition) -> bool:
+def _admits(payload: Mapping[str, Any], c: Condition) -> bool:
     if isinstance(c, AllOf):
         return all(_admits(payload, x) for x in c.conditions)
     if isinstance(c, AnyOf):

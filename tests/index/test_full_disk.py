@@ -109,10 +109,10 @@ def test_a_sound_index_on_a_full_disk_is_never_called_damaged(
         if not sealed:
             seal.remove_seal(index_dir / "qdrant")
         _fill(small_disk, 0)
-        for args in (("doctor", "--json"), ("search", "backup and restore", "--json")):
-            done = _ctxr(*args, "--index", index_dir, env=env)
+        for command in (("doctor", "--json"), ("search", "backup and restore", "--json")):
+            done = _ctxr(*command, "--index", index_dir, env=env)
             out = done.stdout + done.stderr
-            assert done.returncode in (0, 2), f"{args}: rc {done.returncode}: {out[-1500:]}"
+            assert done.returncode in (0, 2), f"{command}: rc {done.returncode}: {out[-1500:]}"
             if done.returncode == 2:
                 assert "is full" in out and "Nothing was damaged" in out, out[-1500:]
             else:

@@ -20,7 +20,7 @@ from ctxr.pipeline.build import build_index
 from ctxr.retrieve.service import SearchService
 from ctxr.types import chunk_id_for
 from tests.fakes.hash_embedder import HashEmbedder
-from tests.fixtures.stores import BACKENDS, LOCAL_QDRANT_WARNINGS, filled_store
+from tests.fixtures.stores import BACKENDS, LOCAL_QDRANT_WARNINGS, filled_store, partial_payload
 
 pytestmark = LOCAL_QDRANT_WARNINGS
 
@@ -120,7 +120,9 @@ def test_both_backends_match_meta_lists_and_scalars(tmp_path: Path) -> None:
             chunk_id_for(f"d{k}", 0),
             [1.0, float(k), 0.5, 0.25],
             document_vector(["lantern"], avg_len=1.0),
-            {"doc_id": f"d{k}", "text": "lantern", **({"meta": meta} if meta else {})},
+            partial_payload(
+                {"doc_id": f"d{k}", "text": "lantern", **({"meta": meta} if meta else {})}
+            ),
         )
         for k, meta in enumerate(metas)
     ]

@@ -88,4 +88,4 @@ def test_construction_and_search_errors_name_the_fix(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="k must be"):
         CtxrRetriever(index_dir=tmp_path, k=0).retrieve(QUERY)
     with pytest.raises(ConfigError, match="unknown search mode 'fuzzy'"):
-        CtxrRetriever(index_dir=tmp_path, mode="fuzzy").retrieve(QUERY)
+        CtxrRetriever(index_dir=tmp_path, mode="fuzzy").retrieve(QUERY)  # type: ignore[arg-type]

@@ -53,7 +53,7 @@ def _bounded(call: Callable[[], T]) -> T:
         pytest.fail(f"still waiting after {CAP_SECONDS} s: the timeout is not a deadline")
     if "error" in outcome:
         raise outcome["error"]
-    return outcome["value"]  # type: ignore[no-any-return]
+    return outcome["value"]
 
 
 def _llm(provider: str, server: FakeLLMServer, *, sync: bool = False) -> Any:

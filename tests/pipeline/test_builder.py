@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from tests.fixtures.index import BuiltIndex
 from tests.fixtures.paths import ROOT
 
 
-def all_points(index_dir: Path, dim: int) -> dict[str, dict[str, Any]]:
+def all_points(index_dir: Path, dim: int) -> dict[str, Mapping[str, Any]]:
     """Every point of an index, by id (a dense query with a limit above the point count)."""
     store = EdgeStore.open(shard_path(index_dir))
     try:
@@ -56,7 +57,7 @@ def test_examples_report(examples_index: BuiltIndex) -> None:
 def test_offsets_match_the_document_text(examples_index: BuiltIndex) -> None:
     points = all_points(examples_index.index_dir, 384)
     texts: dict[str, str] = {}
-    by_doc: dict[str, list[dict[str, Any]]] = {}
+    by_doc: dict[str, list[Mapping[str, Any]]] = {}
     for point_id, payload in points.items():
         source = payload["source"]
         if source not in texts:

@@ -318,7 +318,7 @@ def test_claude_estimate_counts_with_ctok_when_installed(tmp_path: Path) -> None
     (tmp_path / "c").mkdir()
     text = "# Notes\n\n" + " ".join(f"Point {i} about tokenizers." for i in range(200))
     (tmp_path / "c" / "a.md").write_text(text)
-    base = {"index_dir": tmp_path / "idx", "llm_group_size": 1}
+    base: dict[str, Any] = {"index_dir": tmp_path / "idx", "llm_group_size": 1}
     counted = estimate_paths([tmp_path / "c"], load_settings(**base, claude_tokenizer="ctok"))
     plain = estimate_paths([tmp_path / "c"], load_settings(**base, claude_tokenizer="cl100k"))
     ctok_model, cl100k_model = counted.models[0], plain.models[0]

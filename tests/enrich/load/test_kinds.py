@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -164,7 +165,7 @@ def test_non_document_by_name_and_content(
 
 def test_a_non_document_indexed_before_is_pruned_once_skipped(tmp_path: Path) -> None:
     files = _corpus(tmp_path / "corpus")
-    options = {"index_dir": tmp_path / "idx", "cache_dir": tmp_path / "cache"}
+    options: dict[str, Any] = {"index_dir": tmp_path / "idx", "cache_dir": tmp_path / "cache"}
     with_svgs = load_settings(**options, include="markup")
     build_index([tmp_path / "corpus"], with_svgs, embedder=HashEmbedder())
     assert files["chart"].as_posix() in Manifest.load(tmp_path / "idx").documents

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -162,9 +163,9 @@ def test_bad_per_kind_budgets_are_config_errors(bad: str) -> None:
 
 
 def test_recipe_changes_only_when_set(tmp_path: Path) -> None:
-    base = {"index_dir": tmp_path, "context": "outline"}
+    base: dict[str, Any] = {"index_dir": tmp_path, "context": "outline"}
 
-    def recipe(**extra: object) -> str:
+    def recipe(**extra: Any) -> str:
         settings = load_settings(**base, **extra)
         return document_recipe(settings, resolve_context(settings), "split")
 

@@ -4,6 +4,7 @@ both, with the real detector (py3langid), tiktoken and embedders' own token coun
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -130,7 +131,7 @@ def test_english_chunks_are_unchanged(kind: DocumentKind, minilm: OnnxEmbedder) 
 def test_japanese_and_turkish_chunks_hold_what_english_ones_do(openai_sized: Embedder) -> None:
     # The same passages in three languages: with a long-input embedder the cap does not bind,
     # so chunk counts (the same meaning in each) say how much each chunk holds.
-    def counts(**extra: object) -> dict[str, int]:
+    def counts(**extra: Any) -> dict[str, int]:
         chunker = default_chunker(load_settings(chunk_tokens=200, **extra), openai_sized)
         return {lang: len(chunker(make_document(prose(lang)))) for lang in ("en", "ja", "tr")}
 

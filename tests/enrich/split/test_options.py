@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -175,7 +176,7 @@ def test_breakpoints_follow_the_percentile() -> None:
 
 def test_settings_pick_the_chunker_and_shape_the_recipe(tmp_path: Path) -> None:
     doc = make_document(" ".join(CATS) + " " + " ".join(ENGINES), "text")
-    base = {"index_dir": tmp_path, "chunk_tokens": 200, "context": "outline"}
+    base: dict[str, Any] = {"index_dir": tmp_path, "chunk_tokens": 200, "context": "outline"}
     structure = load_settings(**base)
     parent = load_settings(**base, chunking="parent", parent_tokens=400)
     semantic = load_settings(**base, chunking="semantic")

@@ -145,7 +145,7 @@ def markdown_docs(draw: st.DrawFn) -> tuple[str, list[tuple[int, int]]]:
 
 def crossing(chunks: list[Chunk], spans: list[tuple[int, int]]) -> list[tuple[int, int, int]]:
     """Chunk boundaries strictly inside a span: (boundary, span start, span end)."""
-    bad = []
+    bad: list[tuple[int, int, int]] = []
     for chunk in chunks:
         for b in (chunk.start, chunk.end):
             bad.extend((b, s, e) for s, e in spans if s < b < e)

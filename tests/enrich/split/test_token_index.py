@@ -41,7 +41,9 @@ def direct(encoding: str, text: str) -> int:
 @pytest.mark.parametrize("encoding", SEEDABLE)
 @settings(max_examples=int(os.environ.get("CTXR_PROPERTY_EXAMPLES", "150")), deadline=None)
 @given(text=texts, data=st.data())
-def test_every_span_counts_as_its_own_encoding(encoding: str, text: str, data: st.DataObject):
+def test_every_span_counts_as_its_own_encoding(
+    encoding: str, text: str, data: st.DataObject
+) -> None:
     enc = get_encoding(encoding)
     index = TokenIndex(text, enc)
     for _ in range(12):
@@ -55,7 +57,7 @@ def test_every_span_counts_as_its_own_encoding(encoding: str, text: str, data: s
 
 
 @pytest.mark.parametrize("encoding", SEEDABLE)
-def test_all_spans_of_a_tricky_text(encoding: str):
+def test_all_spans_of_a_tricky_text(encoding: str) -> None:
     """Exhaustive over one text that packs the known hazards close together."""
     text = (
         "def f(x):\n    return x.\n/ slash\n.\n/path\tx  \t y\r\n\r\n  z 12345 don't\n"
@@ -73,7 +75,7 @@ def test_all_spans_of_a_tricky_text(encoding: str):
             assert index.count(start, end, count) == count(start, end), (start, end)
 
 
-def test_sizer_uses_the_index_for_long_spans_and_agrees():
+def test_sizer_uses_the_index_for_long_spans_and_agrees() -> None:
     text = ("A paragraph of prose with numbers 3.5 and words.\n\n" * 40) + "    indented() end"
     assert len(text) > INDEX_MIN_CHARS
     sizer = Sizer(text, "cl100k_base")
@@ -84,7 +86,7 @@ def test_sizer_uses_the_index_for_long_spans_and_agrees():
 
 
 @pytest.mark.parametrize("encoding", SEEDABLE)
-def test_long_spans_cost_a_word_at_each_end_not_a_re_encoding(encoding: str):
+def test_long_spans_cost_a_word_at_each_end_not_a_re_encoding(encoding: str) -> None:
     """The index must answer from the document's tokens; falling back to encoding the span
     would still be exact, so only the amount encoded shows that the index works."""
     paragraph = "Naïve Bayes (≈ 3.5\u00d7 faster) — 検索 and 😀 emoji, then /paths and\tTabs.\n\n"
@@ -103,7 +105,7 @@ def test_long_spans_cost_a_word_at_each_end_not_a_re_encoding(encoding: str):
         assert sum(encoded) < 40, (start, end, encoded)
 
 
-def test_byte_offsets_of_characters():
+def test_byte_offsets_of_characters() -> None:
     assert char_byte_offsets("plain ascii") is None
     offsets = char_byte_offsets("aé日😀b")
     assert offsets is not None

@@ -31,7 +31,7 @@ from ctxr.index.store.edge import EdgeStore
 from ctxr.pipeline.build import build_index
 from ctxr.types import chunk_id_for
 from tests.fakes.hash_embedder import HashEmbedder
-from tests.fixtures.stores import BACKENDS, LOCAL_QDRANT_WARNINGS, filled_store
+from tests.fixtures.stores import BACKENDS, LOCAL_QDRANT_WARNINGS, filled_store, partial_payload
 
 pytestmark = LOCAL_QDRANT_WARNINGS
 
@@ -54,7 +54,7 @@ def _points() -> list[StoredPoint]:
                     chunk_id_for(doc_id, i),
                     [1.0, float(i), 0.0, 0.0],
                     document_vector(text.split(), avg_len=2.0),
-                    {"doc_id": doc_id, "source": doc_id, "index": i, "text": text},
+                    partial_payload({"doc_id": doc_id, "source": doc_id, "index": i, "text": text}),
                     document=document_vector(whole, avg_len=4.5) if i == 0 else None,
                 )
             )
@@ -115,7 +115,12 @@ def test_which_documents_carry_a_vector() -> None:
     assert not carries_document_vector("text", "one two", 0, count)  # 0 turns them off
     assert not carries_document_vector("text", "  \n", 10, count)
     calls: list[str] = []
-    assert not carries_document_vector("text", "x" * 1000, 10, lambda t: calls.append(t) or 1)
+
+    def counting(text: str) -> int:
+        calls.append(text)
+        return 1
+
+    assert not carries_document_vector("text", "x" * 1000, 10, counting)
     assert calls == []  # far too long to be worth tokenising
 
 

@@ -13,6 +13,7 @@ from ctxr.index.bm25.weights import document_vector, query_vector
 from ctxr.index.store.base import Store, StoredPoint
 from ctxr.index.store.edge import EdgeStore
 from ctxr.types import chunk_id_for
+from tests.fixtures.stores import partial_payload
 
 DIM = 4
 
@@ -22,7 +23,9 @@ def _point(doc_id: str, index: int, dense: list[float], terms: list[str]) -> Sto
         point_id=chunk_id_for(doc_id, index),
         dense=dense,
         sparse=document_vector(terms, avg_len=3.0),
-        payload={"doc_id": doc_id, "source": doc_id, "index": index, "text": " ".join(terms)},
+        payload=partial_payload(
+            {"doc_id": doc_id, "source": doc_id, "index": index, "text": " ".join(terms)}
+        ),
     )
 
 

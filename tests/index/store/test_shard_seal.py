@@ -230,7 +230,8 @@ def test_changed_bulk_data_is_loaded_and_repaired_document_by_document(
 
 def test_the_seal_reads_content_not_layout(tmp_path: Path) -> None:
     sparse, dense = tmp_path / "a" / "segments", tmp_path / "b" / "segments"
-    sparse.mkdir(parents=True), dense.mkdir(parents=True)
+    sparse.mkdir(parents=True)
+    dense.mkdir(parents=True)
     with open(sparse / "page_0.dat", "wb") as f:
         f.truncate(1 << 22)  # a hole of 4 MiB ...
         f.seek(1 << 21)

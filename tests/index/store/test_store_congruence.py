@@ -31,7 +31,7 @@ from ctxr.retrieve.service import SearchService
 from ctxr.types import chunk_id_for
 from tests.fakes.hash_embedder import HashEmbedder
 from tests.fixtures.paths import ROOT
-from tests.fixtures.stores import BACKENDS, LOCAL_QDRANT_WARNINGS, empty_store
+from tests.fixtures.stores import BACKENDS, LOCAL_QDRANT_WARNINGS, empty_store, partial_payload
 
 pytestmark = LOCAL_QDRANT_WARNINGS
 
@@ -53,12 +53,12 @@ def _points(count: int = 40, seed: int = 7) -> list[StoredPoint]:
                 point_id=chunk_id_for(doc_id, n // 10),
                 dense=[rng.uniform(-1, 1) for _ in range(DIM)],
                 sparse=document_vector(terms, avg_len=4.5),
-                payload={
+                payload=partial_payload({
                     "doc_id": doc_id,
                     "source": doc_id,
                     "index": n // 10,
                     "text": " ".join(terms),
-                },
+                }),
             )
         )
     return points
@@ -122,12 +122,13 @@ def test_upsert_and_count(store: Store) -> None:
 
 def test_upsert_same_id_overwrites(store: Store) -> None:
     old = POINTS[0]
-    new = StoredPoint(old.point_id, [1.0] + [0.0] * (DIM - 1), old.sparse, {**old.payload, "v": 2})
+    payload = partial_payload({**old.payload, "v": 2})
+    new = StoredPoint(old.point_id, [1.0] + [0.0] * (DIM - 1), old.sparse, payload)
     store.upsert([new])
     store.flush()
     assert store.count() == len(POINTS)
     hit = store.query_dense(new.dense, limit=1)[0]
-    assert hit.point_id == old.point_id and hit.payload["v"] == 2
+    assert hit.point_id == old.point_id and dict(hit.payload)["v"] == 2
 
 
 def test_delete_documents_removes_all_their_points(store: Store) -> None:
@@ -168,7 +169,7 @@ def test_document_points_pages_past_one_scroll(make_store: Factory) -> None:
         store = make_store(backend)
         many = [
             StoredPoint(chunk_id_for("big.md", n), [1.0] * DIM, document_vector(["tea"], 1.0),
-                        {"doc_id": "big.md", "source": "big.md", "index": n})
+                        partial_payload({"doc_id": "big.md", "source": "big.md", "index": n}))
             for n in range(SCROLL_PAGE + 7)
         ]  # fmt: skip
         store.upsert([*many, *POINTS])
