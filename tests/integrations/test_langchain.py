@@ -25,6 +25,7 @@ from ctxr.integrations.langchain import CtxrRetriever
 from tests.fixtures.integrations import FILTERS, QUERY, TOKEN
 
 Expected = dict[str, list[dict[str, Any]]]
+FUZZY: Any = "fuzzy"  # no search mode: typed Any, since refusing it is the point
 
 
 def _as_hits(docs: list[Document]) -> list[dict[str, Any]]:
@@ -94,7 +95,7 @@ def test_construction_errors_name_the_fix(tmp_path: Path) -> None:
     with pytest.raises(ValidationError, match="k"):
         CtxrRetriever(index_dir=tmp_path, k=0)
     with pytest.raises(ValidationError, match="mode"):
-        CtxrRetriever(index_dir=tmp_path, mode="fuzzy")
+        CtxrRetriever(index_dir=tmp_path, mode=FUZZY)
     with pytest.raises(IndexNotFoundError, match=str(tmp_path / "none")):
         CtxrRetriever(index_dir=tmp_path / "none").invoke(QUERY)
     with pytest.raises(ConfigError, match="query must be a non-empty string"):

@@ -18,7 +18,7 @@ pytest.importorskip(
 )
 
 from llama_index.core.base.base_retriever import BaseRetriever
-from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
+from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, TextNode
 
 from ctxr.errors import ConfigError, IndexNotFoundError, ProviderError
 from ctxr.integrations.llama_index import CtxrRetriever
@@ -37,6 +37,7 @@ def _check(nodes: list[NodeWithScore], hits: list[dict[str, Any]]) -> None:
     assert [n.node.node_id for n in nodes] == [h["chunk_id"] for h in hits]
     assert [n.score for n in nodes] == [h["score"] for h in hits]
     for n, h in zip(nodes, hits, strict=True):
+        assert isinstance(n.node, TextNode)
         assert (n.node.start_char_idx, n.node.end_char_idx) == (h["start"], h["end"])
 
 
@@ -51,6 +52,7 @@ def test_embedded_sync_and_async(examples_index: BuiltIndex, expected: Expected)
         _check(retriever.retrieve(QueryBundle(QUERY)), expected["plain"])
         _check(asyncio.run(retriever.aretrieve(QUERY)), expected["plain"])
         top = nodes[0].node
+        assert isinstance(top, TextNode)
         text = (ROOT / top.metadata["source"]).read_bytes().decode("utf-8-sig")
         assert text[top.start_char_idx : top.end_char_idx] == top.get_content()
         # What an LLM is shown: source, section and context, not ids, offsets or scores.
