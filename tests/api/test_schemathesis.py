@@ -30,6 +30,9 @@ from tests.fixtures.paths import ROOT
 
 pytest.importorskip("schemathesis", reason="schemathesis is in the api-test extra")
 
+# A real `ctxr serve` per token case, and schemathesis over the whole schema: a minute or more.
+pytestmark = pytest.mark.slow
+
 TOKEN = "schemathesis-token"
 MAX_EXAMPLES = 15  # per operation and phase: ~20 s a run on two cores
 _PROVIDER_VARS = ("ANTHROPIC_", "OPENAI_", "CTXR_LLM_", "CTXR_RERANK", "CTXR_API_")
