@@ -4,29 +4,17 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from ctxr.config import Settings, load_settings
+from ctxr.config import load_settings
 from ctxr.pipeline.build import build_index
-from ctxr.pipeline.report import IndexReport
+from tests.fixtures.index import BuiltIndex
+from tests.fixtures.paths import ROOT
 
 # Fixtures of the loopback fake LLM server (fake_llm, fake_llm_factory, fake_llm_env).
-pytest_plugins = ["fakes.pytest_plugin"]
-
-ROOT = Path(__file__).resolve().parent.parent
-EXAMPLES = ROOT / "examples"
-JUDGED = ROOT / "tests" / "data" / "judged" / "queries.jsonl"
-
-
-@dataclass(frozen=True)
-class BuiltIndex:
-    settings: Settings
-    report: IndexReport
-    index_dir: Path
-    cache_dir: Path
+pytest_plugins = ["tests.fakes.pytest_plugin"]
 
 
 @pytest.fixture(autouse=True)

@@ -7,12 +7,12 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from fakes.hash_embedder import HashEmbedder
 
 from ctxr.cache_files import is_damage, open_cache
 from ctxr.enrich.situate.response_cache import ResponseCache
 from ctxr.errors import StorageError
 from ctxr.index.embed.cache import CachedEmbedder
+from tests.fakes.hash_embedder import HashEmbedder
 
 
 def _damage(directory: Path) -> None:

@@ -1,5 +1,6 @@
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import ValidationError
@@ -14,8 +15,7 @@ from ctxr.config import (
     setting_fields,
 )
 from ctxr.errors import ConfigError
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.fixtures.paths import ROOT
 
 
 def test_env_example_lists_every_setting() -> None:
@@ -94,7 +94,7 @@ def test_one_list_of_choices_for_cli_api_and_service() -> None:
     ],
 )
 def test_recipes_are_pinned_so_existing_indexes_stay_current(
-    overrides: dict[str, str], outline: str, llm: str
+    overrides: dict[str, Any], outline: str, llm: str
 ) -> None:
     # Every indexed document records its recipe; a change here re-indexes every user's corpus.
     # These values were computed before the layout changed and must never move with the code.

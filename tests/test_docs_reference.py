@@ -14,7 +14,7 @@ import pytest
 
 from ctxr.cli import main
 from ctxr.config import Settings, setting_fields
-from tests.conftest import ROOT
+from tests.fixtures.paths import ROOT
 
 
 @pytest.fixture(scope="module")

@@ -11,8 +11,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import ctxr
-from tests.conftest import ROOT, BuiltIndex
+from tests.fixtures.index import BuiltIndex
+from tests.fixtures.paths import ROOT
 
 CTXR = Path(sys.executable).parent / "ctxr"
 QUICKSTART = (
@@ -67,6 +70,7 @@ def test_search_table_at_80_columns_keeps_paths_whole(examples_index: BuiltIndex
     assert "backup-r " not in result.stdout and "backup-r│" not in result.stdout
 
 
+@pytest.mark.slow
 def test_index_summary_at_80_columns(tmp_path: Path) -> None:
     corpus = tmp_path / "corpus"
     corpus.mkdir()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -32,7 +33,7 @@ def test_every_public_function_works_twice(
     corpus: Path, tmp_path: Path, embed_cache_dir: Path
 ) -> None:
     index_dir = tmp_path / "idx"
-    settings = {"cache_dir": embed_cache_dir, "context": "outline"}
+    settings: dict[str, Any] = {"cache_dir": embed_cache_dir, "context": "outline"}
     first = ctxr.build([corpus], index_dir, **settings)
     second = ctxr.build([corpus], index_dir, **settings)
     assert first.documents_indexed == 2 and first.points_total == second.points_total
@@ -74,7 +75,7 @@ def test_the_client_is_the_search_of_the_python_api(
     corpus: Path, tmp_path: Path, embed_cache_dir: Path
 ) -> None:
     index_dir = tmp_path / "idx"
-    settings = {"cache_dir": embed_cache_dir, "context": "outline"}
+    settings: dict[str, Any] = {"cache_dir": embed_cache_dir, "context": "outline"}
     ctxr.build([corpus], index_dir, **settings)
     expected = ctxr.search("restore a backup", index_dir, k=2, mode="bm25", **settings)
     options = ctxr.SearchOptions(k=2, mode="bm25")

@@ -13,12 +13,10 @@ from __future__ import annotations
 
 import json
 import statistics
-import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from bench.common.checkout import TESTS
 from bench.common.measure import Span, cold_start, load_line, say
 from bench.common.measure import parser as cli
 
@@ -50,12 +48,12 @@ def _fixtures(root: Path) -> list[Path]:
     except ImportError as exc:
         raise SystemExit(f"{exc.name} is missing; {OFFICE_TEST}") from None
 
-    sys.path[:0] = [str(TESTS / "enrich"), str(TESTS)]
-    from test_formats import RST, _notebook  # the tests' own fixtures
+    # The tests' own documents; run as a module from the repository root, `tests` imports.
+    from tests.fixtures.formats import RST, write_notebook
 
     (root / "guide.md").write_text("# Guide\n\n" + "Polish the brass. " * 200)
     (root / "guide.rst").write_text(RST * 10)
-    _notebook(root / "tides.ipynb")
+    write_notebook(root / "tides.ipynb")
     word = docx.Document()
     for k in range(20):
         word.add_heading(f"Section {k}", 1)

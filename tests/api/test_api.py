@@ -10,8 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import threading
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -20,25 +18,21 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from click.testing import CliRunner
-from conftest import ROOT, BuiltIndex
-from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from ctxr.api.app import create_app
 from ctxr.cli import main
-from ctxr.config import Settings, load_settings
+from ctxr.config import load_settings
 from ctxr.retrieve.hits import hit_json
 from ctxr.retrieve.service import SearchService
+from tests.fixtures.index import BuiltIndex
+from tests.fixtures.paths import ROOT
+from tests.fixtures.servers import serving
 
 TOKEN = "s3cret-token-for-tests"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 QUERY = "fix LUM-E310 migration lock held"
-
-
-def _settings(index: BuiltIndex, **overrides: Any) -> Settings:
-    return load_settings(index_dir=index.index_dir, cache_dir=index.cache_dir, **overrides)
 
 
 def _access_lines(caplog: pytest.LogCaptureFixture) -> list[dict[str, Any]]:
@@ -47,7 +41,7 @@ def _access_lines(caplog: pytest.LogCaptureFixture) -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="class")
 def client(examples_index: BuiltIndex) -> Iterator[TestClient]:
-    settings = _settings(examples_index, api_token=TOKEN, api_max_batch=4, api_max_k=20)
+    settings = examples_index.settings_with(api_token=TOKEN, api_max_batch=4, api_max_k=20)
     with TestClient(create_app(settings)) as opened:
         yield opened
 
@@ -248,7 +242,7 @@ def test_missing_index_starts_and_says_so(tmp_path: Path) -> None:
 
 
 def test_incompatible_index_is_503_with_the_fix(examples_index: BuiltIndex) -> None:
-    with TestClient(create_app(_settings(examples_index, bm25_k1=2.0))) as client:
+    with TestClient(create_app(examples_index.settings_with(bm25_k1=2.0))) as client:
         health = client.get("/health")
         assert health.status_code == 503 and "--rebuild" in health.json()["reason"]
 
@@ -258,29 +252,9 @@ def test_incompatible_index_is_503_with_the_fix(examples_index: BuiltIndex) -> N
 
 @pytest.fixture(scope="class")
 def base_url(examples_index: BuiltIndex) -> Iterator[str]:
-    app = create_app(_settings(examples_index, api_max_body_bytes=4096))
-    with _uvicorn(app) as url:
+    app = create_app(examples_index.settings_with(api_max_body_bytes=4096))
+    with serving(app) as url:
         yield url
-
-
-class _uvicorn:
-    def __init__(self, app: FastAPI) -> None:
-        config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning")
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-
-    def __enter__(self) -> str:
-        self.thread.start()
-        deadline = time.monotonic() + 30
-        while not self.server.started:
-            assert self.thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-            time.sleep(0.01)
-        port = self.server.servers[0].sockets[0].getsockname()[1]
-        return f"http://127.0.0.1:{port}"
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=10)
 
 
 class TestOverLoopback:

@@ -7,59 +7,28 @@ with 200 and hits: a page that rebinds its own name to 127.0.0.1 could read the 
 
 from __future__ import annotations
 
-import shutil
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-from conftest import BuiltIndex
 
 from ctxr.api.app import owning_server
 from ctxr.api.hosts import HostPolicy
-from ctxr.config import Settings, load_settings
+from tests.fixtures.index import BuiltIndex
+from tests.fixtures.servers import HOST, MCP_ACCEPT, MCP_HELLO, running, serving_mcp
 
 EVIL = "evil.rebind.example"
-
-
-def _settings(index: BuiltIndex, **overrides: object) -> Settings:
-    return load_settings(index_dir=index.index_dir, cache_dir=index.cache_dir, **overrides)
-
-
-class _Running:
-    """`ctxr serve`'s own server (`owning_server`) on a free loopback port, in a thread."""
-
-    def __init__(self, settings: Settings, host: str = "127.0.0.1") -> None:
-        self.server, sock = owning_server(settings, host, 0)
-        self.port = sock.getsockname()[1]
-        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [sock]})
-        self.thread.daemon = True
-
-    def __enter__(self) -> str:
-        self.thread.start()
-        deadline = time.monotonic() + 60
-        while not self.server.started:
-            assert self.thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-            time.sleep(0.01)
-        return f"http://127.0.0.1:{self.port}"
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=30)
 
 
 @pytest.fixture(scope="module")
 def served(examples_index: BuiltIndex, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     # A copy: the server that owns it writes its owner file there.
-    copy = tmp_path_factory.mktemp("hosts") / "idx"
-    shutil.copytree(examples_index.index_dir, copy, ignore=shutil.ignore_patterns(".lock"))
-    settings = load_settings(
-        index_dir=copy, cache_dir=examples_index.cache_dir, api_allowed_hosts="search.lan"
-    )
-    with _Running(settings) as url:
-        yield url
+    copy = examples_index.copy_to(tmp_path_factory.mktemp("hosts") / "idx")
+    settings = examples_index.settings_with(index_dir=copy, api_allowed_hosts="search.lan")
+    server, sock = owning_server(settings, HOST, 0)  # `ctxr serve`'s own server
+    with running(server, [sock]) as port:
+        yield f"http://{HOST}:{port}"
 
 
 def test_a_rebinding_host_is_refused_421_before_any_answer(served: str) -> None:
@@ -112,32 +81,8 @@ def test_serve_and_mcp_take_allowed_hosts_flags() -> None:
 def test_mcp_http_refuses_a_rebinding_host_and_takes_a_configured_one(
     examples_index: BuiltIndex, tmp_path: Path
 ) -> None:
-    pytest.importorskip("mcp")
-    import uvicorn
-
-    from ctxr.api.mcp import IndexHolder, create_server, http_app
-
-    settings = _settings(examples_index, api_allowed_hosts="agents.lan")
-    holder = IndexHolder(settings)
-    app = http_app(settings, create_server(settings, holder), "127.0.0.1")
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    try:
-        deadline = time.monotonic() + 30
-        while not server.started:
-            assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-            time.sleep(0.01)
-        url = f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}/mcp"
-        hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                 "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                            "clientInfo": {"name": "t", "version": "1"}}}  # fmt: skip
-        accept = {"Accept": "application/json, text/event-stream"}
-        refused = httpx.post(url, json=hello, headers={**accept, "Host": EVIL})
+    with serving_mcp(examples_index.settings_with(api_allowed_hosts="agents.lan")) as url:
+        refused = httpx.post(url, json=MCP_HELLO, headers={**MCP_ACCEPT, "Host": EVIL})
         assert refused.status_code == 421 and "CTXR_API_ALLOWED_HOSTS" in refused.text
-        taken = httpx.post(url, json=hello, headers={**accept, "Host": "agents.lan:9"})
+        taken = httpx.post(url, json=MCP_HELLO, headers={**MCP_ACCEPT, "Host": "agents.lan:9"})
         assert taken.status_code == 200, taken.text
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        holder.close()

@@ -15,13 +15,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, BuiltIndex
 from fastapi.testclient import TestClient
 
 from ctxr.api import holder as holder_module
 from ctxr.api.app import create_app
 from ctxr.config import Settings, load_settings
 from ctxr.pipeline.build import build_index
+from tests.fixtures.index import BuiltIndex
+from tests.fixtures.paths import ROOT
 
 QUERY = {"query": "backup and restore", "k": 3}
 # Another process holding the index open until its stdin closes.
@@ -42,8 +43,7 @@ def _check_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _copy(index: BuiltIndex, to: Path) -> Settings:
-    shutil.copytree(index.index_dir, to, ignore=shutil.ignore_patterns(".lock"))
-    return load_settings(index_dir=to, cache_dir=index.cache_dir)
+    return index.settings_with(index_dir=index.copy_to(to))
 
 
 def test_a_damaged_store_starts_and_answers_503_with_the_reason(
@@ -60,6 +60,7 @@ def test_a_damaged_store_starts_and_answers_503_with_the_reason(
         assert search.status_code == 503 and "is damaged" in search.json()["detail"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target", ["mutable_id_tracker.mappings", "payload_index"])
 def test_damage_that_aborted_the_engine_starts_and_answers_503(
     target: str, examples_index: BuiltIndex, tmp_path: Path
@@ -82,6 +83,7 @@ def test_damage_that_aborted_the_engine_starts_and_answers_503(
         assert client.post("/search", json=QUERY).status_code == 503
 
 
+@pytest.mark.slow
 def test_a_deleted_index_is_noticed_and_a_rebuilt_one_reopened(
     examples_index: BuiltIndex, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -102,6 +104,7 @@ def test_a_deleted_index_is_noticed_and_a_rebuilt_one_reopened(
         assert hits and all(h["source"].startswith("examples/docs/") for h in hits)
 
 
+@pytest.mark.slow
 def test_a_replaced_index_is_reopened(
     examples_index: BuiltIndex, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -119,6 +122,7 @@ def test_a_replaced_index_is_reopened(
         assert client.get("/stats").json()["documents"] == 2
 
 
+@pytest.mark.slow
 def test_a_second_server_becomes_ready_when_the_first_stops(
     examples_index: BuiltIndex, tmp_path: Path
 ) -> None:
@@ -146,6 +150,7 @@ def test_a_second_server_becomes_ready_when_the_first_stops(
             holder.wait()
 
 
+@pytest.mark.slow
 def test_two_servers_in_one_process_share_the_index(
     examples_index: BuiltIndex, tmp_path: Path
 ) -> None:

@@ -28,6 +28,9 @@ from click.testing import CliRunner
 from ctxr.cli import main
 from ctxr.index.owner import OWNER_NAME, Owner, announce, live_owner, read_owner
 
+# Every test starts real `ctxr serve` or `ctxr watch` processes: seconds each.
+pytestmark = pytest.mark.slow
+
 DEADLINE = 120.0  # seconds: far above what any step takes, on a loaded machine too
 
 

@@ -12,28 +12,13 @@ from fastapi.testclient import TestClient
 
 from ctxr.api.app import create_app
 from ctxr.config import Settings, load_settings
-from ctxr.index.owner import OWNER_NAME, Owner, live_owner, read_owner
-from ctxr.pipeline.build import build_index
-
-LOCAL = ("127.0.0.1", 50000)
+from ctxr.index.owner import OWNER_NAME, live_owner, read_owner
+from tests.fixtures.live import LOCAL, bearer, otters_index, owner_record
 
 
 @pytest.fixture
 def settings(tmp_path: Path, embed_cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "docs").mkdir()
-    (tmp_path / "docs" / "otters.md").write_text("# Otters\n\nThe otter keeps a pebble.\n")
-    settings = load_settings(index_dir=tmp_path / "idx", cache_dir=embed_cache_dir)
-    build_index(["docs"], settings)
-    return settings
-
-
-def _owner(tmp_path: Path) -> Owner:
-    return Owner(os.getpid(), "http://127.0.0.1:1", "owner-secret", str(tmp_path))
-
-
-def _bearer(token: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token}"}
+    return otters_index(tmp_path, embed_cache_dir, monkeypatch)
 
 
 def _update(tmp_path: Path, *changed: str) -> dict[str, object]:
@@ -41,7 +26,7 @@ def _update(tmp_path: Path, *changed: str) -> dict[str, object]:
 
 
 def test_the_owner_file_stands_while_the_shard_is_open(settings: Settings, tmp_path: Path) -> None:
-    owner = _owner(tmp_path)
+    owner = owner_record(tmp_path)
     with TestClient(create_app(settings, owner), client=LOCAL) as client:
         assert client.get("/health").status_code == 200
         assert read_owner(tmp_path / "idx") == owner
@@ -57,7 +42,7 @@ def test_the_owner_file_stands_while_the_shard_is_open(settings: Settings, tmp_p
 def test_an_update_through_the_server_is_searchable_at_once(
     settings: Settings, tmp_path: Path
 ) -> None:
-    owner = _owner(tmp_path)
+    owner = owner_record(tmp_path)
     with TestClient(create_app(settings, owner), client=LOCAL) as client:
         holder = client.app.state.holder  # type: ignore[attr-defined]
         service = holder.service
@@ -65,7 +50,7 @@ def test_an_update_through_the_server_is_searchable_at_once(
         (tmp_path / "docs" / "otters.md").unlink()
         changed = [str(tmp_path / "docs" / n) for n in ("walrus.md", "otters.md")]
         answer = client.post(
-            "/index/update", json=_update(tmp_path, *changed), headers=_bearer(owner.token)
+            "/index/update", json=_update(tmp_path, *changed), headers=bearer(owner.token)
         )
         assert answer.status_code == 200, answer.text
         report = answer.json()
@@ -81,29 +66,29 @@ def test_an_update_through_the_server_is_searchable_at_once(
 def test_the_write_endpoint_needs_a_token_and_a_local_client(
     settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    owner = _owner(tmp_path)
+    owner = owner_record(tmp_path)
     body = _update(tmp_path, str(tmp_path / "docs" / "otters.md"))
     with TestClient(create_app(settings, owner), client=LOCAL) as client:
         # No CTXR_API_TOKEN: searches are open, writes are not.
         assert client.post("/search", json={"query": "otter"}).status_code == 200
         refused = client.post("/index/update", json=body)
         assert refused.status_code == 401 and "owner file" in refused.json()["detail"]
-        wrong = client.post("/index/update", json=body, headers=_bearer("nope"))
+        wrong = client.post("/index/update", json=body, headers=bearer("nope"))
         assert wrong.status_code == 401
         elsewhere = {**body, "cwd": "/"}
-        moved = client.post("/index/update", json=elsewhere, headers=_bearer(owner.token))
+        moved = client.post("/index/update", json=elsewhere, headers=bearer(owner.token))
         assert moved.status_code == 409 and "run `ctxr watch` from" in moved.json()["detail"]
     with TestClient(create_app(settings, owner), client=("10.1.2.3", 40000)) as remote:
-        far = remote.post("/index/update", json=body, headers=_bearer(owner.token))
+        far = remote.post("/index/update", json=body, headers=bearer(owner.token))
         assert far.status_code == 403 and "own machine" in far.json()["detail"]
     monkeypatch.setenv("CTXR_API_TOKEN", "api-secret")
     guarded = load_settings(index_dir=settings.index_dir, cache_dir=settings.cache_dir)
     with TestClient(create_app(guarded, owner), client=LOCAL) as client:
         assert client.post("/search", json={"query": "otter"}).status_code == 401
         for token in ("api-secret", owner.token):  # the owner file's token works like the API's
-            headers = _bearer(token)
+            headers = bearer(token)
             assert client.post("/search", json={"query": "otter"}, headers=headers).is_success
         # ... but the API's does not change the index: that is the owner file's to allow.
-        searcher = client.post("/index/update", json=body, headers=_bearer("api-secret"))
+        searcher = client.post("/index/update", json=body, headers=bearer("api-secret"))
         assert searcher.status_code == 403 and "owner file" in searcher.json()["detail"]
-        assert client.post("/index/update", json=body, headers=_bearer(owner.token)).is_success
+        assert client.post("/index/update", json=body, headers=bearer(owner.token)).is_success

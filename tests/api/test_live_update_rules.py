@@ -9,7 +9,6 @@ index of the few files that had just changed, which the server then served as so
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 
@@ -19,32 +18,19 @@ from fastapi.testclient import TestClient
 from ctxr.api.app import create_app
 from ctxr.config import Settings, load_settings
 from ctxr.index.manifest import MANIFEST_NAME
-from ctxr.index.owner import Owner
 from ctxr.index.roots import ROOTS_NAME, recorded_roots
 from ctxr.pipeline.build import build_index
-
-LOCAL = ("127.0.0.1", 50000)
+from tests.fixtures.live import LOCAL, bearer, otters_index, owner_record
 
 
 @pytest.fixture
 def settings(tmp_path: Path, embed_cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
-    monkeypatch.chdir(tmp_path)
+    """The otters index behind a search token, with a private folder beside `docs/` that no
+    update may read."""
     monkeypatch.setenv("CTXR_API_TOKEN", "search-secret")
-    (tmp_path / "docs").mkdir()
-    (tmp_path / "docs" / "otters.md").write_text("# Otters\n\nThe otter keeps a pebble.\n")
     (tmp_path / "private").mkdir()
     (tmp_path / "private" / "key.md").write_text("# Key\n\nThe vault code is zebra-42.\n")
-    settings = load_settings(index_dir=tmp_path / "idx", cache_dir=embed_cache_dir)
-    build_index(["docs"], settings)
-    return settings
-
-
-def _owner(tmp_path: Path) -> Owner:
-    return Owner(os.getpid(), "http://127.0.0.1:1", "owner-secret", str(tmp_path))
-
-
-def _bearer(token: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token}"}
+    return otters_index(tmp_path, embed_cache_dir, monkeypatch)
 
 
 def _body(tmp_path: Path, root: str, *changed: str) -> dict[str, object]:
@@ -53,7 +39,7 @@ def _body(tmp_path: Path, root: str, *changed: str) -> dict[str, object]:
 
 def _vault_found(client: TestClient) -> bool:
     query = {"query": "vault code zebra", "k": 5, "mode": "bm25"}
-    hits = client.post("/search", json=query, headers=_bearer("search-secret")).json()["hits"]
+    hits = client.post("/search", json=query, headers=bearer("search-secret")).json()["hits"]
     return any("zebra" in h["text"] for h in hits)
 
 
@@ -67,32 +53,32 @@ def test_the_index_records_the_roots_it_was_built_from(settings: Settings, tmp_p
 
 
 def test_the_search_token_cannot_change_the_index(settings: Settings, tmp_path: Path) -> None:
-    owner = _owner(tmp_path)
+    owner = owner_record(tmp_path)
     with TestClient(create_app(settings, owner), client=LOCAL) as client:
         body = _body(tmp_path, "docs")
-        refused = client.post("/index/update", json=body, headers=_bearer("search-secret"))
+        refused = client.post("/index/update", json=body, headers=bearer("search-secret"))
         assert refused.status_code == 403
         detail = refused.json()["detail"]
         assert "CTXR_API_TOKEN lets a client search" in detail and "CTXR_API_UPDATE_TOKEN" in detail
-        assert client.post("/index/update", json=body, headers=_bearer(owner.token)).is_success
+        assert client.post("/index/update", json=body, headers=bearer(owner.token)).is_success
 
 
 def test_an_update_reads_only_the_roots_the_index_was_built_from(
     settings: Settings, tmp_path: Path
 ) -> None:
-    owner = _owner(tmp_path)
+    owner = owner_record(tmp_path)
     (tmp_path / "docs" / "sneaky").symlink_to(tmp_path / "private")
     with TestClient(create_app(settings, owner), client=LOCAL) as client:
         for root in ("/etc/ssh", "/", str(tmp_path / "private"), "docs/../private",
                      "docs/sneaky", str(tmp_path)):  # fmt: skip
             refused = client.post(
-                "/index/update", json=_body(tmp_path, root), headers=_bearer(owner.token)
+                "/index/update", json=_body(tmp_path, root), headers=bearer(owner.token)
             )
             assert refused.status_code == 403, (root, refused.text)
             assert "outside the folders this index was built from" in refused.json()["detail"]
         assert not _vault_found(client)
         inside = client.post(
-            "/index/update", json=_body(tmp_path, "docs"), headers=_bearer(owner.token)
+            "/index/update", json=_body(tmp_path, "docs"), headers=bearer(owner.token)
         )
         assert inside.is_success, inside.text
 
@@ -104,9 +90,9 @@ def test_a_root_given_at_start_and_the_update_token_open_the_way(
         index_dir=settings.index_dir, cache_dir=settings.cache_dir,
         api_update_roots="private", api_update_token="update-secret",
     )  # fmt: skip
-    with TestClient(create_app(given, _owner(tmp_path)), client=LOCAL) as client:
+    with TestClient(create_app(given, owner_record(tmp_path)), client=LOCAL) as client:
         answer = client.post(
-            "/index/update", json=_body(tmp_path, "private"), headers=_bearer("update-secret")
+            "/index/update", json=_body(tmp_path, "private"), headers=bearer("update-secret")
         )
         assert answer.status_code == 200, answer.text
         assert answer.json()["documents_indexed"] == 1
@@ -116,17 +102,17 @@ def test_a_root_given_at_start_and_the_update_token_open_the_way(
 def test_an_update_into_a_deleted_index_is_refused_and_creates_nothing(
     settings: Settings, tmp_path: Path
 ) -> None:
-    owner = _owner(tmp_path)
+    owner = owner_record(tmp_path)
     with TestClient(create_app(settings, owner), client=LOCAL) as client:
         assert client.get("/health").status_code == 200
         shutil.rmtree(tmp_path / "idx")
         (tmp_path / "docs" / "otters.md").write_text("# Otters\n\nEdited after the delete.\n")
         body = _body(tmp_path, "docs", str(tmp_path / "docs" / "otters.md"))
-        refused = client.post("/index/update", json=body, headers=_bearer(owner.token))
+        refused = client.post("/index/update", json=body, headers=bearer(owner.token))
         assert refused.status_code == 410, refused.text
         assert "ctxr index" in refused.json()["detail"]
         assert not (tmp_path / "idx" / MANIFEST_NAME).exists()
-        health = client.get("/health", headers=_bearer("search-secret"))
+        health = client.get("/health", headers=bearer("search-secret"))
         assert health.status_code == 503 and str(tmp_path / "idx") in health.json()["reason"]
 
 
@@ -140,5 +126,5 @@ def test_health_names_paths_only_to_a_client_with_the_token(
         reason = anonymous.json()["reason"]
         assert "was deleted" in reason and "idx" in reason
         assert str(tmp_path) not in reason
-        told = client.get("/health", headers=_bearer("search-secret")).json()["reason"]
+        told = client.get("/health", headers=bearer("search-secret")).json()["reason"]
         assert str(tmp_path / "idx") in told

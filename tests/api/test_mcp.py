@@ -20,20 +20,23 @@ from typing import Any
 import httpx
 import pytest
 from click.testing import CliRunner
-from conftest import ROOT, BuiltIndex
 from pydantic import TypeAdapter
+
+from tests.fixtures.index import BuiltIndex
+from tests.fixtures.paths import ROOT
+from tests.fixtures.servers import MCP_HELLO, serving_mcp
 
 mcp = pytest.importorskip("mcp", reason="the MCP SDK is not installed: pip install 'ctxr[mcp]'")
 
-import uvicorn  # noqa: E402
 from mcp import ClientSession, StdioServerParameters  # noqa: E402
 from mcp.client.stdio import stdio_client  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 from mcp.shared.exceptions import MCPError  # noqa: E402
+from mcp.types import TextResourceContents  # noqa: E402
 
-from ctxr.api.mcp import IndexHolder, create_server, http_app  # noqa: E402
+from ctxr.api.mcp import IndexHolder, create_server  # noqa: E402
 from ctxr.cli import main  # noqa: E402
-from ctxr.config import Settings, load_settings  # noqa: E402
+from ctxr.config import Settings  # noqa: E402
 from ctxr.retrieve.hits import HitRecord, HitsResult, hit_json  # noqa: E402
 from ctxr.retrieve.service import SearchService  # noqa: E402
 
@@ -108,10 +111,6 @@ async def _search_checks(session: ClientSession, index: BuiltIndex) -> None:
     assert sources and all(s.startswith("examples/lumen/") for s in sources)
 
 
-def _settings(index: BuiltIndex, **overrides: Any) -> Settings:
-    return load_settings(index_dir=index.index_dir, cache_dir=index.cache_dir, **overrides)
-
-
 @pytest.mark.parametrize(
     ("arguments", "field"),
     [
@@ -138,7 +137,7 @@ def test_bad_arguments_are_tool_errors_naming_the_field(
         after = await session.call_tool("search", {"query": QUERY, "k": 1})  # still serving
         assert not after.is_error
 
-    asyncio.run(_in_process(_settings(examples_index), body))
+    asyncio.run(_in_process(examples_index.settings_with(), body))
 
 
 async def _in_process(settings: Settings, body: Session) -> None:
@@ -153,7 +152,7 @@ async def _in_process(settings: Settings, body: Session) -> None:
 
 
 def test_in_process_hits_are_the_python_apis(examples_index: BuiltIndex) -> None:
-    settings = _settings(examples_index)
+    settings = examples_index.settings_with()
     with SearchService(settings) as service:
         expected = [hit_json(h) for h in service.search(QUERY, 4, "hybrid")]
 
@@ -169,7 +168,9 @@ def test_stdio_subprocess_lists_tools_searches_and_reads(examples_index: BuiltIn
         await _search_checks(session, examples_index)
         await _document_and_passage_checks(session)
         stats = await session.read_resource("ctxr://index/stats")
-        body = json.loads(stats.contents[0].text)
+        contents = stats.contents[0]
+        assert isinstance(contents, TextResourceContents)
+        body = json.loads(contents.text)
         assert body["points"] == examples_index.report.points_total and body["documents"] == 10
 
     _run_stdio(examples_index.index_dir, body)
@@ -233,35 +234,10 @@ def test_a_missing_index_is_a_tool_error_and_the_server_keeps_serving(tmp_path: 
 # -- the streamable HTTP transport, behind the bearer token ------------------------------------
 
 
-class _Uvicorn:
-    def __init__(self, app: Any) -> None:
-        config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning")
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-
-    def __enter__(self) -> str:
-        self.thread.start()
-        deadline = time.monotonic() + 30
-        while not self.server.started:
-            assert self.thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-            time.sleep(0.01)
-        port = self.server.servers[0].sockets[0].getsockname()[1]
-        return f"http://127.0.0.1:{port}/mcp"
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=10)
-
-
 @pytest.fixture(scope="class")
 def mcp_url(examples_index: BuiltIndex) -> Iterator[str]:
-    settings = _settings(examples_index, api_token=TOKEN)
-    holder = IndexHolder(settings)
-    try:
-        with _Uvicorn(http_app(settings, create_server(settings, holder), "127.0.0.1")) as url:
-            yield url
-    finally:
-        holder.close()
+    with serving_mcp(examples_index.settings_with(api_token=TOKEN)) as url:
+        yield url
 
 
 def _run_http(url: str, token: str | None, body: Session) -> None:
@@ -364,8 +340,9 @@ def test_stdio_answers_a_message_it_cannot_read_with_a_json_rpc_error(tmp_path: 
         stderr=subprocess.DEVNULL, text=True,
     )  # fmt: skip
     assert child.stdin is not None and child.stdout is not None
+    stdout = child.stdout
     replies: list[dict[str, Any]] = []
-    threading.Thread(target=lambda: replies.extend(json.loads(x) for x in child.stdout),
+    threading.Thread(target=lambda: replies.extend(json.loads(x) for x in stdout),
                      daemon=True).start()  # fmt: skip
 
     def send(message: dict[str, Any] | str) -> None:
@@ -386,9 +363,7 @@ def test_stdio_answers_a_message_it_cannot_read_with_a_json_rpc_error(tmp_path: 
     for _ in range(500):
         deep = [deep]
     try:
-        send({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-              "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                         "clientInfo": {"name": "t", "version": "1"}}})  # fmt: skip
+        send(MCP_HELLO)
         assert "result" in reply_to(1)
         send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         send(

@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import BuiltIndex
 from fastapi.testclient import TestClient
 
 from ctxr.api.app import create_app
 from ctxr.config import load_settings
 from ctxr.index.owner import Owner
+from tests.fixtures.index import BuiltIndex
 
 TOKEN = "openapi-test-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -86,7 +86,7 @@ def test_search_body_says_exactly_one_of_query_or_queries_as_the_server_does(
     examples_index: BuiltIndex,
 ) -> None:
     jsonschema = pytest.importorskip("jsonschema")
-    settings = load_settings(index_dir=examples_index.index_dir, cache_dir=examples_index.cache_dir)
+    settings = examples_index.settings_with()
     bodies: list[dict[str, Any]] = [
         {"query": "lock"},
         {"queries": ["lock", "cache"]},

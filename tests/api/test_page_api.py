@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import BuiltIndex
 from fastapi.testclient import TestClient
 
 from ctxr.api.app import create_app
@@ -28,6 +27,7 @@ from ctxr.index.manifest import Manifest
 from ctxr.llm.base import Usage
 from ctxr.pipeline.report import IndexReport
 from ctxr.pipeline.reports import save_report
+from tests.fixtures.index import BuiltIndex
 
 TOKEN = "page-test-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}

@@ -25,7 +25,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, BuiltIndex
+
+from tests.fixtures.index import BuiltIndex
+from tests.fixtures.paths import ROOT
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is in the ui-test extra")
 CHROMIUM = Path("/usr/bin/chromium")

@@ -24,9 +24,14 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import ROOT, BuiltIndex
+
+from tests.fixtures.index import BuiltIndex
+from tests.fixtures.paths import ROOT
 
 pytest.importorskip("schemathesis", reason="schemathesis is in the api-test extra")
+
+# A real `ctxr serve` per token case, and schemathesis over the whole schema: a minute or more.
+pytestmark = pytest.mark.slow
 
 TOKEN = "schemathesis-token"
 MAX_EXAMPLES = 15  # per operation and phase: ~20 s a run on two cores

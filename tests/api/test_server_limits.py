@@ -12,42 +12,22 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
-import uvicorn
-from conftest import BuiltIndex
-from fakes.llm_server import FakeLLMServer
 from fastapi.testclient import TestClient
 
 from ctxr.api.app import create_app
-from ctxr.api.protocol import server_config
-from ctxr.config import Settings, load_settings
+from ctxr.config import load_settings
+from tests.fakes.llm_server import FakeLLMServer
+from tests.fixtures.environment import use_fake_llm
+from tests.fixtures.index import BuiltIndex
+from tests.fixtures.servers import MCP_ACCEPT, MCP_HELLO, running, serving_mcp, uvicorn_server
 
 DEADLINE = 60.0  # seconds any awaited condition may take on a loaded machine
-
-
-@contextmanager
-def _running(settings: Settings, app: Any) -> Iterator[int]:
-    server = uvicorn.Server(server_config(settings.api, app, "127.0.0.1", 0))
-    server.config.log_level = "warning"
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + DEADLINE
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.01)
-    try:
-        yield server.servers[0].sockets[0].getsockname()[1]
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
 
 
 def _read_all(sock: socket.socket) -> bytes:
@@ -68,7 +48,7 @@ def _wait_for(what: str, check: Callable[[], bool], every: float = 0.05) -> None
 def test_a_body_not_sent_in_time_is_answered_408_and_closed(tmp_path: Path) -> None:
     settings = load_settings(index_dir=tmp_path / "none", api_body_timeout=0.3)
     with (
-        _running(settings, create_app(settings)) as port,
+        running(uvicorn_server(create_app(settings), settings)) as port,
         socket.create_connection(("127.0.0.1", port)) as sock,
     ):
         sock.sendall(
@@ -92,7 +72,7 @@ def test_connections_past_the_cap_get_503_until_one_closes(tmp_path: Path) -> No
 
     # Without an index /health itself answers 503, in JSON naming the index; past the cap
     # uvicorn answers 503 "Service Unavailable" before the app sees the request.
-    with _running(settings, create_app(settings)) as port:
+    with running(uvicorn_server(create_app(settings), settings)) as port:
         assert b"no ctxr index" in answer(port)
         idle = [socket.create_connection(("127.0.0.1", port)) for _ in range(2)]
         try:
@@ -111,10 +91,8 @@ def test_a_request_may_not_rerank_more_queries_than_the_cap(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     llm = fake_llm_factory(respond=lambda body: json.dumps([{"id": 0, "score": 1.0}]))
-    for name, value in llm.env().items():
-        monkeypatch.setenv(name, value)
-    settings = load_settings(index_dir=examples_index.index_dir, cache_dir=examples_index.cache_dir,
-                             api_max_rerank_queries=2, rerank_candidates=5)  # fmt: skip
+    use_fake_llm(monkeypatch, llm)
+    settings = examples_index.settings_with(api_max_rerank_queries=2, rerank_candidates=5)
     queries = ["backup and restore", "thumbnail cache", "migration lock"]
     with TestClient(create_app(settings)) as client:
         refused = client.post("/search", json={"queries": queries, "k": 2, "rerank": "llm"})
@@ -130,33 +108,13 @@ def test_a_request_may_not_rerank_more_queries_than_the_cap(
 
 # -- MCP HTTP sessions ----------------------------------------------------------------------
 
-HELLO = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-         "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                    "clientInfo": {"name": "t", "version": "1"}}}  # fmt: skip
-ACCEPT = {"Accept": "application/json, text/event-stream"}
-
-
-@contextmanager
-def _mcp(settings: Settings) -> Iterator[str]:
-    pytest.importorskip("mcp")
-    from ctxr.api.mcp import IndexHolder, create_server, http_app
-
-    holder = IndexHolder(settings)
-    try:
-        with _running(settings, http_app(settings, create_server(settings, holder),
-                                         "127.0.0.1")) as port:  # fmt: skip
-            yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        holder.close()
-
-
 def _open_session(url: str) -> httpx.Response:
-    return httpx.post(url, json=HELLO, headers=ACCEPT, timeout=DEADLINE)
+    return httpx.post(url, json=MCP_HELLO, headers=MCP_ACCEPT, timeout=DEADLINE)
 
 
 def test_mcp_sessions_past_the_cap_get_503(tmp_path: Path) -> None:
     settings = load_settings(index_dir=tmp_path / "none", mcp_max_sessions=2)
-    with _mcp(settings) as url:
+    with serving_mcp(settings) as url:
         opened = [_open_session(url) for _ in range(2)]
         assert all(r.status_code == 200 and r.headers.get("mcp-session-id") for r in opened)
         assert _open_session(url).status_code == 503
@@ -164,11 +122,11 @@ def test_mcp_sessions_past_the_cap_get_503(tmp_path: Path) -> None:
 
 def test_an_idle_mcp_session_is_closed_and_its_id_answers_404(tmp_path: Path) -> None:
     settings = load_settings(index_dir=tmp_path / "none", mcp_session_idle_timeout=0.5)
-    with _mcp(settings) as url:
+    with serving_mcp(settings) as url:
         first = _open_session(url)
         session = first.headers["mcp-session-id"]
         ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
-        headers = {**ACCEPT, "mcp-session-id": session, "mcp-protocol-version": "2025-06-18"}
+        headers = {**MCP_ACCEPT, "mcp-session-id": session, "mcp-protocol-version": "2025-06-18"}
 
         def gone() -> bool:
             return httpx.post(url, json=ping, headers=headers).status_code == 404

@@ -5,16 +5,14 @@ too. Before, a connection that sent half a request line stayed open for good."""
 from __future__ import annotations
 
 import socket
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import uvicorn
 
-from ctxr.api.app import create_app, server_config
+from ctxr.api.app import create_app
 from ctxr.config import load_settings
+from tests.fixtures.servers import running, uvicorn_server
 
 TIMEOUT = 0.5  # the server's header timeout in these tests
 
@@ -22,16 +20,8 @@ TIMEOUT = 0.5  # the server's header timeout in these tests
 @pytest.fixture
 def port(tmp_path: Path) -> Iterator[int]:
     settings = load_settings(index_dir=tmp_path / "none", api_header_timeout=TIMEOUT)
-    server = uvicorn.Server(server_config(settings.api, create_app(settings), "127.0.0.1", 0))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.01)
-    yield server.servers[0].sockets[0].getsockname()[1]
-    server.should_exit = True
-    thread.join(timeout=10)
+    with running(uvicorn_server(create_app(settings), settings)) as bound:
+        yield bound
 
 
 def _read_all(sock: socket.socket) -> bytes:

@@ -177,6 +177,7 @@ def test_our_chunks_use_the_overlap_rule(tmp_path: Path, settings: Settings) -> 
 # --- BEIR, all rows, through the CLI and the report -----------------------------------------
 
 
+@pytest.mark.slow
 def test_beir_all_rows_end_to_end(tmp_path: Path, settings: Settings) -> None:
     data = _write_beir(tmp_path / "tiny")
     result = run_eval("beir", data, ks=[1, 10], settings=settings, index_dir=tmp_path / "idx")

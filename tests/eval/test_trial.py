@@ -12,8 +12,6 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
-from fakes.llm_server import FakeLLMServer, RecordedRequest
-from fakes.llm_wire import default_respond, prompt_parts
 
 from ctxr.cli import main
 from ctxr.config import load_settings
@@ -22,6 +20,8 @@ from ctxr.eval.question_writer import Writer, choose_writer, parse_question, wri
 from ctxr.eval.trial import TrialOptions, run_trial, sample_documents
 from ctxr.progress import NullProgress
 from ctxr.types import Chunk, Document, text_hash
+from tests.fakes.llm_server import FakeLLMServer, RecordedRequest
+from tests.fakes.llm_wire import default_respond, prompt_parts
 
 _CORPUS = {
     "billing.md": (

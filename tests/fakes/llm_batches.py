@@ -30,10 +30,10 @@ from email.parser import BytesParser
 from email.policy import HTTP
 from typing import TYPE_CHECKING, Any
 
-from fakes.llm_wire import BadRequest, Provider, error_body
+from .llm_wire import BadRequest, Provider, error_body
 
 if TYPE_CHECKING:
-    from fakes.llm_server import FakeLLMServer
+    from .llm_server import FakeLLMServer
 
 CUSTOM_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 BATCH_PATHS = ("/v1/messages/batches", "/v1/files", "/v1/batches")
@@ -170,7 +170,7 @@ class FakeBatches:
                 self._run(batch)
 
     def _run(self, batch: FakeBatch) -> None:
-        from fakes.llm_handler import generate
+        from .llm_handler import generate
 
         endpoint = "messages" if batch.provider == "anthropic" else "chat.completions"
         lines, counts = [], {k: 0 for k in ("succeeded", "errored", "expired", "canceled")}

@@ -17,7 +17,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ctxr.tokens import get_encoding
-from fakes.llm_wire import (
+
+from .llm_wire import (
     OPENAI_CACHE_INCREMENT,
     OPENAI_MIN_CACHEABLE,
     BadRequest,

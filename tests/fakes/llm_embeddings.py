@@ -16,11 +16,12 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ctxr.tokens import get_encoding
-from fakes.llm_faults import Tokens, latency_for
-from fakes.llm_wire import BadRequest, count_text_tokens, encoding_for_model
+
+from .llm_faults import Tokens, latency_for
+from .llm_wire import BadRequest, count_text_tokens, encoding_for_model
 
 if TYPE_CHECKING:
-    from fakes.llm_server import FakeLLMServer, RecordedRequest
+    from .llm_server import FakeLLMServer, RecordedRequest
 
 
 # Embeddings (`POST /v1/embeddings`). Native sizes of OpenAI's models; any other model name is

@@ -11,13 +11,13 @@ from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
 
-from fakes import llm_window
-from fakes.llm_batches import BATCH_PATHS
-from fakes.llm_cache import AnthropicPlan, OpenAIPlan
-from fakes.llm_embeddings import embed
-from fakes.llm_faults import Admission, Tokens, format_duration, format_retry_after, latency_for
-from fakes.llm_rerank import rerank
-from fakes.llm_wire import (
+from . import llm_window
+from .llm_batches import BATCH_PATHS
+from .llm_cache import AnthropicPlan, OpenAIPlan
+from .llm_embeddings import embed
+from .llm_faults import Admission, Tokens, format_duration, format_retry_after, latency_for
+from .llm_rerank import rerank
+from .llm_wire import (
     BadRequest,
     Provider,
     anthropic_message,
@@ -32,7 +32,7 @@ from fakes.llm_wire import (
 )
 
 if TYPE_CHECKING:
-    from fakes.llm_server import FakeLLMServer, RecordedRequest
+    from .llm_server import FakeLLMServer, RecordedRequest
 
 ROUTES: dict[str, tuple[str, Provider]] = {
     "/v1/messages": ("messages", "anthropic"),
@@ -194,8 +194,8 @@ def handle_post(h: BaseHTTPRequestHandler, fake: FakeLLMServer) -> None:
         asked = prompt + (answer if isinstance(answer, int) else 0)
         if (asked if fake.window_counts_output else prompt) > fake.context_window:
             fake._finish(record, 400, "context_length")
-            refused = llm_window.refusal(fake.server_kind, prompt, asked, fake.context_window)
-            _send(h, provider, 400, refused)
+            too_long = llm_window.refusal(fake.server_kind, prompt, asked, fake.context_window)
+            _send(h, provider, 400, too_long)
             return
     try:
         if endpoint == "count_tokens":

@@ -14,11 +14,11 @@ import re
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from fakes.llm_faults import Tokens, latency_for
-from fakes.llm_wire import BadRequest
+from .llm_faults import Tokens, latency_for
+from .llm_wire import BadRequest
 
 if TYPE_CHECKING:
-    from fakes.llm_server import FakeLLMServer, RecordedRequest
+    from .llm_server import FakeLLMServer, RecordedRequest
 
 MAX_DOCUMENTS = 1000
 _WORD = re.compile(r"\w+")

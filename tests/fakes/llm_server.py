@@ -32,9 +32,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
-from fakes.llm_batches import FakeBatches
-from fakes.llm_cache import AnthropicPromptCache, OpenAIPrefixCache
-from fakes.llm_faults import (
+from .llm_batches import FakeBatches
+from .llm_cache import AnthropicPromptCache, OpenAIPrefixCache
+from .llm_faults import (
     RANDOM_FAULTS,
     Admission,
     Fault,
@@ -42,9 +42,9 @@ from fakes.llm_faults import (
     Latency,
     RateLimiter,
 )
-from fakes.llm_handler import handle_post
-from fakes.llm_window import ServerKind
-from fakes.llm_wire import (
+from .llm_handler import handle_post
+from .llm_window import ServerKind
+from .llm_wire import (
     ANTHROPIC_MIN_CACHEABLE,
     Provider,
     count_request_tokens,

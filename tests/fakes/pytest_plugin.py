@@ -1,5 +1,5 @@
-"""Fixtures for the fake LLM server. Register with ``pytest_plugins = ["fakes.pytest_plugin"]``
-in ``tests/conftest.py``.
+"""Fixtures for the fake LLM server, registered in ``tests/conftest.py`` with
+``pytest_plugins = ["tests.fakes.pytest_plugin"]``.
 
 - ``fake_llm``: a started `FakeLLMServer` with default settings, stopped after the test.
 - ``fake_llm_factory``: ``fake_llm_factory(latency=0.05, rpm_limit=600, ...)`` starts one
@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from fakes.llm_server import FakeLLMServer
+from .llm_server import FakeLLMServer
 
 
 @pytest.fixture

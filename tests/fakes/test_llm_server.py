@@ -15,9 +15,9 @@ import openai
 import pytest
 
 from ctxr.tokens import get_encoding
-from fakes.llm_cache import AnthropicPromptCache
-from fakes.llm_server import FakeLLMServer
-from fakes.llm_wire import (
+from tests.fakes.llm_cache import AnthropicPromptCache
+from tests.fakes.llm_server import FakeLLMServer
+from tests.fakes.llm_wire import (
     PromptPart,
     count_request_tokens,
     count_text_tokens,

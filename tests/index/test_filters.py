@@ -3,19 +3,16 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from conftest import BuiltIndex
 from fastapi.testclient import TestClient
-from qdrant_client import QdrantClient
 
 from ctxr.api.app import create_app
 from ctxr.cli import main
-from ctxr.config import load_settings
 from ctxr.errors import ConfigError
 from ctxr.index.bm25.weights import document_vector, query_vector
 from ctxr.index.filters import (
@@ -29,15 +26,12 @@ from ctxr.index.filters import (
 )
 from ctxr.index.payload import source_fields
 from ctxr.index.store.base import Store, StoredPoint
-from ctxr.index.store.edge import EdgeStore
-from ctxr.index.store.server import QdrantServerStore
 from ctxr.retrieve.service import SearchService
 from ctxr.types import chunk_id_for
+from tests.fixtures.index import BuiltIndex
+from tests.fixtures.stores import BACKENDS, LOCAL_QDRANT_WARNINGS, filled_store, partial_payload
 
-pytestmark = [
-    pytest.mark.filterwarnings("ignore:Payload indexes have no effect in the local Qdrant"),
-    pytest.mark.filterwarnings("ignore:Local mode performs exact"),
-]
+pytestmark = LOCAL_QDRANT_WARNINGS
 
 # -- parsing ---------------------------------------------------------------------------------
 
@@ -148,7 +142,7 @@ def _points() -> list[StoredPoint]:
                 chunk_id_for(source, n // len(SOURCES)),
                 [rng.uniform(-1, 1) for _ in range(DIM)],
                 document_vector(terms, avg_len=3.5),
-                payload,
+                partial_payload(payload),
             )
         )
     return points
@@ -157,7 +151,7 @@ def _points() -> list[StoredPoint]:
 POINTS = _points()
 
 
-def _admits(payload: dict[str, Any], c: Condition) -> bool:
+def _admits(payload: Mapping[str, Any], c: Condition) -> bool:
     if isinstance(c, AllOf):
         return all(_admits(payload, x) for x in c.conditions)
     if isinstance(c, AnyOf):
@@ -195,12 +189,7 @@ CASES: list[dict[str, Any]] = [
 
 @pytest.fixture(scope="module")
 def stores(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Store]]:
-    edge = EdgeStore.create(tmp_path_factory.mktemp("edge") / "shard", DIM)
-    server = QdrantServerStore.create(QdrantClient(":memory:"), "ctxr", DIM)
-    made: dict[str, Store] = {"edge": edge, "server": server}
-    for store in made.values():
-        store.upsert(POINTS)
-        store.flush()
+    made = {b: filled_store(b, tmp_path_factory.mktemp(b) / "shard", DIM, POINTS) for b in BACKENDS}
     yield made
     for store in made.values():
         store.close()
@@ -276,7 +265,7 @@ def test_unknown_field_is_a_config_error(service: SearchService) -> None:
 
 
 def test_api_filters_and_unknown_field(examples_index: BuiltIndex) -> None:
-    settings = load_settings(index_dir=examples_index.index_dir, cache_dir=examples_index.cache_dir)
+    settings = examples_index.settings_with()
     with TestClient(create_app(settings)) as client:
         body = {"query": "retry budget", "k": 3, "filters": {"source": "examples/lumen/"}}
         response = client.post("/search", json=body)

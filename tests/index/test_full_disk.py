@@ -18,8 +18,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, BuiltIndex
-from fakes.llm_server import FakeLLMServer
 
 from ctxr.config import load_settings
 from ctxr.disk import free_bytes
@@ -27,6 +25,9 @@ from ctxr.errors import StorageError
 from ctxr.index.manifest import MANIFEST_NAME, Manifest
 from ctxr.index.store import seal
 from ctxr.pipeline.build import build_index
+from tests.fakes.llm_server import FakeLLMServer
+from tests.fixtures.index import BuiltIndex
+from tests.fixtures.paths import ROOT
 
 MAIN = "import sys; sys.argv[0] = 'ctxr'; from ctxr.cli import main; main()"
 MB = 2**20
@@ -76,6 +77,7 @@ def test_a_run_on_a_nearly_full_disk_stops_before_it_pays_or_writes(
     assert not (small_disk / "idx" / "qdrant").exists()  # nothing half-written
 
 
+@pytest.mark.slow
 def test_a_sound_index_on_a_full_disk_is_never_called_damaged(
     small_disk: Path, examples_index: BuiltIndex, tmp_path: Path, in_repo_root: Path
 ) -> None:
@@ -107,10 +109,10 @@ def test_a_sound_index_on_a_full_disk_is_never_called_damaged(
         if not sealed:
             seal.remove_seal(index_dir / "qdrant")
         _fill(small_disk, 0)
-        for args in (("doctor", "--json"), ("search", "backup and restore", "--json")):
-            done = _ctxr(*args, "--index", index_dir, env=env)
+        for command in (("doctor", "--json"), ("search", "backup and restore", "--json")):
+            done = _ctxr(*command, "--index", index_dir, env=env)
             out = done.stdout + done.stderr
-            assert done.returncode in (0, 2), f"{args}: rc {done.returncode}: {out[-1500:]}"
+            assert done.returncode in (0, 2), f"{command}: rc {done.returncode}: {out[-1500:]}"
             if done.returncode == 2:
                 assert "is full" in out and "Nothing was damaged" in out, out[-1500:]
             else:

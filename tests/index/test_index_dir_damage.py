@@ -8,23 +8,18 @@ the index.
 from __future__ import annotations
 
 import json
-import shutil
 import traceback
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-from conftest import ROOT, BuiltIndex
 
 from ctxr.cli import main
 from ctxr.errors import IndexError_
 from ctxr.index.manifest import MANIFEST_NAME, Manifest
 from ctxr.index.run_lock import LOCK_NAME, index_lock
-
-
-def _copy(index: BuiltIndex, to: Path) -> Path:
-    shutil.copytree(index.index_dir, to, ignore=shutil.ignore_patterns(".lock"))
-    return to
+from tests.fixtures.index import BuiltIndex
+from tests.fixtures.paths import ROOT
 
 
 def _run(*args: str | Path, cache: Path) -> Result:
@@ -53,7 +48,7 @@ BAD_DOCUMENTS = {
 def test_a_manifest_of_the_wrong_shape_is_named_with_the_fix(
     documents: str, examples_index: BuiltIndex, tmp_path: Path
 ) -> None:
-    index_dir = _copy(examples_index, tmp_path / "idx")
+    index_dir = examples_index.copy_to(tmp_path / "idx")
     body = json.loads((index_dir / MANIFEST_NAME).read_text(encoding="utf-8"))
     body["documents"] = BAD_DOCUMENTS[documents]
     (index_dir / MANIFEST_NAME).write_text(json.dumps(body), encoding="utf-8")
@@ -81,7 +76,7 @@ def test_a_manifest_with_settings_of_the_wrong_shape_is_named(
 def test_a_lock_that_is_a_directory_is_named_with_the_fix(
     examples_index: BuiltIndex, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    index_dir = _copy(examples_index, tmp_path / "idx")
+    index_dir = examples_index.copy_to(tmp_path / "idx")
     (index_dir / LOCK_NAME).mkdir()
     with pytest.raises(IndexError_, match="is a directory"), index_lock(index_dir):
         pass

@@ -10,17 +10,15 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import traceback
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-from conftest import ROOT, BuiltIndex
 
 from ctxr.cli import main
-from ctxr.config import Settings, load_settings
+from ctxr.config import Settings
 from ctxr.errors import IndexCorruptError
 from ctxr.index import integrity
 from ctxr.index.manifest import Manifest
@@ -29,6 +27,8 @@ from ctxr.index.store.edge import EdgeStore
 from ctxr.index.store.factory import shard_path
 from ctxr.pipeline.build import build_index
 from ctxr.retrieve.service import SearchService
+from tests.fixtures.index import BuiltIndex
+from tests.fixtures.paths import ROOT
 
 
 def _segment(index_dir: Path) -> Path:
@@ -69,8 +69,7 @@ DAMAGES: dict[str, Callable[[Path], None]] = {
 
 
 def copy_index(index: BuiltIndex, to: Path) -> Settings:
-    shutil.copytree(index.index_dir, to, ignore=shutil.ignore_patterns(".lock"))
-    return load_settings(index_dir=to, cache_dir=index.cache_dir)
+    return index.settings_with(index_dir=index.copy_to(to))
 
 
 def run(*args: str | Path, cache: Path) -> Result:
@@ -125,6 +124,7 @@ def test_a_sound_index_passes_the_full_check(examples_index: BuiltIndex, tmp_pat
     assert found.points_read == found.points_stored == examples_index.report.points_total
 
 
+@pytest.mark.slow
 def test_doctor_repairs_damaged_points_and_the_next_index_restores_them(
     examples_index: BuiltIndex, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -179,6 +179,7 @@ def test_index_over_a_damaged_store_does_not_exit_0(
     assert "is damaged" in result.output and "Traceback" not in result.output
 
 
+@pytest.mark.slow
 def test_index_clears_a_killed_runs_leftover_points(
     examples_index: BuiltIndex, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

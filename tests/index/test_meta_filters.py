@@ -7,8 +7,6 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from fakes.hash_embedder import HashEmbedder
-from qdrant_client import QdrantClient
 
 from ctxr.cli import main
 from ctxr.config import Settings, load_settings
@@ -18,16 +16,13 @@ from ctxr.errors import ConfigError
 from ctxr.index.bm25.weights import document_vector, query_vector
 from ctxr.index.filters import Match, filters_from_cli, parse_filters
 from ctxr.index.store.base import StoredPoint
-from ctxr.index.store.edge import EdgeStore
-from ctxr.index.store.server import QdrantServerStore
 from ctxr.pipeline.build import build_index
 from ctxr.retrieve.service import SearchService
 from ctxr.types import chunk_id_for
+from tests.fakes.hash_embedder import HashEmbedder
+from tests.fixtures.stores import BACKENDS, LOCAL_QDRANT_WARNINGS, filled_store, partial_payload
 
-pytestmark = [
-    pytest.mark.filterwarnings("ignore:Payload indexes have no effect in the local Qdrant"),
-    pytest.mark.filterwarnings("ignore:Local mode performs exact"),
-]
+pytestmark = LOCAL_QDRANT_WARNINGS
 
 AUTH = """---
 title: Auth API
@@ -125,18 +120,16 @@ def test_both_backends_match_meta_lists_and_scalars(tmp_path: Path) -> None:
             chunk_id_for(f"d{k}", 0),
             [1.0, float(k), 0.5, 0.25],
             document_vector(["lantern"], avg_len=1.0),
-            {"doc_id": f"d{k}", "text": "lantern", **({"meta": meta} if meta else {})},
+            partial_payload(
+                {"doc_id": f"d{k}", "text": "lantern", **({"meta": meta} if meta else {})}
+            ),
         )
         for k, meta in enumerate(metas)
     ]
     where = parse_filters({"meta.tags": ["auth", "guide"]})
     assert where is not None and where.conditions == (Match("meta.tags", ("auth", "guide")),)
-    for store in (
-        EdgeStore.create(tmp_path / "edge", 4),
-        QdrantServerStore.create(QdrantClient(":memory:"), "ctxr", 4),
-    ):
-        store.upsert(points)
-        store.flush()
+    for backend in BACKENDS:
+        store = filled_store(backend, tmp_path / backend, 4, points)
         hits = store.query_sparse(query_vector(["lantern"]), 10, where)
         assert {r.payload["doc_id"] for r in hits} == {"d0", "d1"}, type(store).__name__
         store.close()

@@ -7,15 +7,16 @@ import json
 from pathlib import Path
 
 import pytest
-from fakes.hash_embedder import HashEmbedder
 
 from ctxr.config import Settings, load_settings
 from ctxr.enrich import language
 from ctxr.pipeline.build import build_index, index_documents
 from ctxr.retrieve.service import SearchService
 from ctxr.types import Chunk, Document, chunk_id_for, text_hash
+from tests.fakes.hash_embedder import HashEmbedder
+from tests.fixtures.paths import UDHR as UDHR_FILE
 
-UDHR = json.loads((Path(__file__).parents[1] / "data/languages/udhr_1_3.json").read_text())
+UDHR = json.loads(UDHR_FILE.read_text())
 
 
 def _corpus(root: Path) -> Path:

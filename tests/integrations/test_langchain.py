@@ -4,11 +4,13 @@ examples index: embedded (`index_dir=`) and through a real `ctxr serve` (`base_u
 from __future__ import annotations
 
 import asyncio
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import BuiltIndex
+
+from tests.fixtures.index import BuiltIndex
 
 pytest.importorskip(
     "langchain_core", reason="langchain-core is not installed: pip install 'ctxr[langchain]'"
@@ -17,12 +19,13 @@ pytest.importorskip(
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ValidationError
-from served import FILTERS, QUERY, TOKEN, expected_hits, served_app_url  # noqa: F401
 
 from ctxr.errors import ConfigError, IndexNotFoundError, ProviderError
 from ctxr.integrations.langchain import CtxrRetriever
+from tests.fixtures.integrations import FILTERS, QUERY, TOKEN
 
 Expected = dict[str, list[dict[str, Any]]]
+FUZZY: Any = "fuzzy"  # no search mode: typed Any, since refusing it is the point
 
 
 def _as_hits(docs: list[Document]) -> list[dict[str, Any]]:
@@ -39,7 +42,7 @@ def test_embedded_sync_and_async(examples_index: BuiltIndex, expected: Expected)
     retriever = CtxrRetriever(
         index_dir=examples_index.index_dir, k=3, settings={"cache_dir": examples_index.cache_dir}
     )
-    try:
+    with closing(retriever):
         assert isinstance(retriever, BaseRetriever)
         docs = retriever.invoke(QUERY)
         _check(docs, expected["plain"])
@@ -48,13 +51,9 @@ def test_embedded_sync_and_async(examples_index: BuiltIndex, expected: Expected)
         _check(asyncio.run(retriever.ainvoke(QUERY)), expected["plain"])
         batch = retriever.batch([QUERY, QUERY])
         assert [_as_hits(b) for b in batch] == [expected["plain"]] * 2
-    finally:
-        retriever.close()
     filtered = CtxrRetriever(index_dir=examples_index.index_dir, k=5, filters=FILTERS)
-    try:
+    with closing(filtered):
         _check(filtered.invoke("cache"), expected["filtered"])
-    finally:
-        filtered.close()
 
 
 class TestServed:
@@ -96,7 +95,7 @@ def test_construction_errors_name_the_fix(tmp_path: Path) -> None:
     with pytest.raises(ValidationError, match="k"):
         CtxrRetriever(index_dir=tmp_path, k=0)
     with pytest.raises(ValidationError, match="mode"):
-        CtxrRetriever(index_dir=tmp_path, mode="fuzzy")
+        CtxrRetriever(index_dir=tmp_path, mode=FUZZY)
     with pytest.raises(IndexNotFoundError, match=str(tmp_path / "none")):
         CtxrRetriever(index_dir=tmp_path / "none").invoke(QUERY)
     with pytest.raises(ConfigError, match="query must be a non-empty string"):

@@ -11,16 +11,17 @@ import inspect
 from typing import Any, ClassVar
 
 import pytest
-from conftest import BuiltIndex
+
+from tests.fixtures.index import BuiltIndex
 
 pytest.importorskip("langchain_tests", reason="pip install 'ctxr[frameworks-test]'")
 pytest.importorskip("pytest_asyncio", reason="pip install 'ctxr[frameworks-test]'")
 
 from langchain_core.retrievers import BaseRetriever
 from langchain_tests.integration_tests import RetrieversIntegrationTests
-from served import QUERY, TOKEN, served_app_url  # noqa: F401
 
 from ctxr.integrations.langchain import CtxrRetriever
+from tests.fixtures.integrations import QUERY, TOKEN
 
 # The suite's async tests run on pytest-asyncio. They are marked where they are defined (an
 # override in a subclass is refused by the suite itself), so no other test of the run is

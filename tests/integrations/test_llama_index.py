@@ -4,22 +4,25 @@ examples index: embedded (`index_dir=`) and through a real `ctxr serve` (`base_u
 from __future__ import annotations
 
 import asyncio
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, BuiltIndex
+
+from tests.fixtures.index import BuiltIndex
+from tests.fixtures.paths import ROOT
 
 pytest.importorskip(
     "llama_index.core", reason="llama-index-core is not installed: pip install 'ctxr[llama-index]'"
 )
 
 from llama_index.core.base.base_retriever import BaseRetriever
-from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
-from served import FILTERS, QUERY, TOKEN, expected_hits, served_app_url  # noqa: F401
+from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, TextNode
 
 from ctxr.errors import ConfigError, IndexNotFoundError, ProviderError
 from ctxr.integrations.llama_index import CtxrRetriever
+from tests.fixtures.integrations import FILTERS, QUERY, TOKEN
 
 Expected = dict[str, list[dict[str, Any]]]
 
@@ -34,6 +37,7 @@ def _check(nodes: list[NodeWithScore], hits: list[dict[str, Any]]) -> None:
     assert [n.node.node_id for n in nodes] == [h["chunk_id"] for h in hits]
     assert [n.score for n in nodes] == [h["score"] for h in hits]
     for n, h in zip(nodes, hits, strict=True):
+        assert isinstance(n.node, TextNode)
         assert (n.node.start_char_idx, n.node.end_char_idx) == (h["start"], h["end"])
 
 
@@ -41,26 +45,23 @@ def test_embedded_sync_and_async(examples_index: BuiltIndex, expected: Expected)
     retriever = CtxrRetriever(
         index_dir=examples_index.index_dir, k=3, cache_dir=examples_index.cache_dir
     )
-    try:
+    with closing(retriever):
         assert isinstance(retriever, BaseRetriever)
         nodes = retriever.retrieve(QUERY)
         _check(nodes, expected["plain"])
         _check(retriever.retrieve(QueryBundle(QUERY)), expected["plain"])
         _check(asyncio.run(retriever.aretrieve(QUERY)), expected["plain"])
         top = nodes[0].node
+        assert isinstance(top, TextNode)
         text = (ROOT / top.metadata["source"]).read_bytes().decode("utf-8-sig")
         assert text[top.start_char_idx : top.end_char_idx] == top.get_content()
         # What an LLM is shown: source, section and context, not ids, offsets or scores.
         shown = top.get_content(metadata_mode=MetadataMode.LLM)
         assert "examples/docs/faq.md" in shown and top.metadata["context"] in shown
         assert top.node_id not in shown and "scores" not in shown
-    finally:
-        retriever.close()
     filtered = CtxrRetriever(index_dir=examples_index.index_dir, k=5, filters=FILTERS)
-    try:
+    with closing(filtered):
         _check(filtered.retrieve("cache"), expected["filtered"])
-    finally:
-        filtered.close()
 
 
 class TestServed:
@@ -89,4 +90,4 @@ def test_construction_and_search_errors_name_the_fix(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="k must be"):
         CtxrRetriever(index_dir=tmp_path, k=0).retrieve(QUERY)
     with pytest.raises(ConfigError, match="unknown search mode 'fuzzy'"):
-        CtxrRetriever(index_dir=tmp_path, mode="fuzzy").retrieve(QUERY)
+        CtxrRetriever(index_dir=tmp_path, mode="fuzzy").retrieve(QUERY)  # type: ignore[arg-type]

@@ -8,17 +8,19 @@ import asyncio
 from typing import Any
 
 import pytest
-from conftest import BuiltIndex
+
+from tests.fixtures.index import BuiltIndex
 
 pytest.importorskip(
     "llama_index.core", reason="llama-index-core is not installed: pip install 'ctxr[llama-index]'"
 )
 
+from llama_index.core.base.response.schema import Response
 from llama_index.core.llms import MockLLM
 from llama_index.core.query_engine import RetrieverQueryEngine
-from served import QUERY, TOKEN, expected_hits, served_app_url  # noqa: F401
 
 from ctxr.integrations.llama_index import CtxrRetriever
+from tests.fixtures.integrations import QUERY, TOKEN
 
 Expected = dict[str, list[dict[str, Any]]]
 
@@ -30,6 +32,7 @@ def _ids(nodes: Any) -> list[str]:
 def _engine_answers(retriever: CtxrRetriever, expected: Expected) -> None:
     engine = RetrieverQueryEngine.from_args(retriever, llm=MockLLM(max_tokens=8))
     response = engine.query(QUERY)
+    assert isinstance(response, Response)
     assert _ids(response.source_nodes) == [h["chunk_id"] for h in expected["plain"]]
     assert isinstance(response.response, str) and response.response  # the mock's answer
     for _ in range(2):  # each asyncio.run is a new event loop

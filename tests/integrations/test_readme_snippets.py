@@ -13,7 +13,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, BuiltIndex
+
+from tests.fixtures.index import BuiltIndex
+from tests.fixtures.paths import ROOT
 
 
 def _snippets() -> list[str]:

@@ -14,7 +14,6 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import pytest
-from fakes.llm_server import FakeLLMServer
 
 from ctxr.enrich.situate.ledger import Ledger
 from ctxr.enrich.situate.prompt import SituateRequest
@@ -27,6 +26,7 @@ from ctxr.llm.deadline import MAX_ANSWER_BYTES
 from ctxr.llm.openai import OpenAILLM
 from ctxr.retrieve.rerank.http import HTTPReranker
 from ctxr.types import Chunk, Document, chunk_id_for, text_hash
+from tests.fakes.llm_server import FakeLLMServer
 
 TIMEOUT = 0.5
 DRIP_SECONDS = 30.0
@@ -53,7 +53,7 @@ def _bounded(call: Callable[[], T]) -> T:
         pytest.fail(f"still waiting after {CAP_SECONDS} s: the timeout is not a deadline")
     if "error" in outcome:
         raise outcome["error"]
-    return outcome["value"]  # type: ignore[no-any-return]
+    return outcome["value"]
 
 
 def _llm(provider: str, server: FakeLLMServer, *, sync: bool = False) -> Any:
@@ -62,6 +62,20 @@ def _llm(provider: str, server: FakeLLMServer, *, sync: bool = False) -> Any:
             "claude-haiku-4-5", "test", server.anthropic_base_url, TIMEOUT, sync=sync
         )
     return OpenAILLM("gpt-4o-mini", "test", server.openai_base_url, TIMEOUT, sync=sync)
+
+
+def _complete(provider: str, server: FakeLLMServer) -> str:
+    """REQUEST's answer from `server` through the async client (closed after), within
+    CAP_SECONDS."""
+
+    async def ask() -> str:
+        llm = _llm(provider, server)
+        try:
+            return (await asyncio.wait_for(llm.complete(REQUEST), CAP_SECONDS)).text
+        finally:
+            await llm.aclose()
+
+    return asyncio.run(ask())
 
 
 @pytest.fixture
@@ -74,15 +88,8 @@ def dripping(fake_llm: FakeLLMServer) -> FakeLLMServer:
 def test_a_dripping_answer_times_out_at_the_deadline(
     dripping: FakeLLMServer, provider: str
 ) -> None:
-    async def ask() -> None:
-        llm = _llm(provider, dripping)
-        try:
-            await asyncio.wait_for(llm.complete(REQUEST), CAP_SECONDS)
-        finally:
-            await llm.aclose()
-
     with pytest.raises(ProviderError) as info:
-        asyncio.run(ask())
+        _complete(provider, dripping)
     assert info.value.timed_out and info.value.retryable
     assert f"timed out after {TIMEOUT:g} s" in str(info.value)
     assert "the whole request" in str(info.value)  # says what the limit bounds
@@ -128,15 +135,8 @@ def test_an_oversized_answer_is_refused_unread(fake_llm: FakeLLMServer, provider
     fake_llm.huge_bytes = 10_000_000
     fake_llm.inject("huge")
 
-    async def ask() -> None:
-        llm = _llm(provider, fake_llm)
-        try:
-            await llm.complete(REQUEST)
-        finally:
-            await llm.aclose()
-
     with pytest.raises(ProviderError) as info:
-        asyncio.run(ask())
+        _complete(provider, fake_llm)
     assert not info.value.retryable  # the same server would send the same again
     assert f"{MAX_ANSWER_BYTES:,} bytes" in str(info.value)
 
@@ -146,14 +146,7 @@ def test_an_answer_under_the_cap_is_read(fake_llm: FakeLLMServer, provider: str)
     fake_llm.huge_bytes = 20_000
     fake_llm.inject("huge")
 
-    async def ask() -> str:
-        llm = _llm(provider, fake_llm)
-        try:
-            return (await llm.complete(REQUEST)).text
-        finally:
-            await llm.aclose()
-
-    assert len(asyncio.run(ask())) > 19_000
+    assert len(_complete(provider, fake_llm)) > 19_000
 
 
 @pytest.mark.parametrize("provider", ["anthropic", "openai"])

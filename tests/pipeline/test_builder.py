@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, BuiltIndex
-from fakes.hash_embedder import HashEmbedder
 
 from ctxr.config import Settings, load_settings
 from ctxr.index.manifest import Manifest
@@ -18,9 +17,12 @@ from ctxr.index.store.factory import shard_path
 from ctxr.pipeline.build import build_index, index_documents
 from ctxr.retrieve.service import SearchService
 from ctxr.types import Chunk, Document, chunk_id_for, text_hash
+from tests.fakes.hash_embedder import HashEmbedder
+from tests.fixtures.index import BuiltIndex
+from tests.fixtures.paths import ROOT
 
 
-def all_points(index_dir: Path, dim: int) -> dict[str, dict[str, Any]]:
+def all_points(index_dir: Path, dim: int) -> dict[str, Mapping[str, Any]]:
     """Every point of an index, by id (a dense query with a limit above the point count)."""
     store = EdgeStore.open(shard_path(index_dir))
     try:
@@ -55,7 +57,7 @@ def test_examples_report(examples_index: BuiltIndex) -> None:
 def test_offsets_match_the_document_text(examples_index: BuiltIndex) -> None:
     points = all_points(examples_index.index_dir, 384)
     texts: dict[str, str] = {}
-    by_doc: dict[str, list[dict[str, Any]]] = {}
+    by_doc: dict[str, list[Mapping[str, Any]]] = {}
     for point_id, payload in points.items():
         source = payload["source"]
         if source not in texts:
@@ -86,6 +88,7 @@ def test_offsets_match_the_document_text(examples_index: BuiltIndex) -> None:
     assert any(len(p["heading_path"]) >= 1 for p in md)
 
 
+@pytest.mark.slow
 def test_reindexing_the_same_folder_keeps_ids_and_count(
     examples_index: BuiltIndex, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -116,6 +119,7 @@ def _sources(settings: Settings, query: str, mode: str) -> set[str]:
         return {hit.source for hit in service.search(query, k=50, mode=mode)}
 
 
+@pytest.mark.slow
 def test_incremental_edit_delete_add(tmp_path: Path) -> None:
     corpus = tmp_path / "corpus"
     corpus.mkdir()

@@ -10,9 +10,6 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from fakes.hash_embedder import HashEmbedder
-from fakes.llm_server import FakeLLMServer
-from fakes.llm_wire import asked_ids, named_answer
 
 from ctxr.cli import main
 from ctxr.config import Settings, load_settings
@@ -32,8 +29,13 @@ from ctxr.pipeline.collect import LoadTally, load_paths
 from ctxr.pipeline.estimate import estimate_paths
 from ctxr.pipeline.estimate_report import ModelEstimate
 from ctxr.tokens import count_tokens
+from tests.fakes.hash_embedder import HashEmbedder
+from tests.fakes.llm_server import FakeLLMServer
+from tests.fixtures.answers import grouped_answer
+from tests.fixtures.billing import answered, billed_usage, chat_endpoint
+from tests.fixtures.corpora import TOPICS, write_topics
+from tests.fixtures.environment import use_fake_llm
 
-TOPICS = ("glaciers", "volcanoes", "tides")
 # Every context the fake answers is this sentence, so output tokens are known exactly.
 CONTEXT = "This passage belongs to a note on natural phenomena and lists measured facts."
 SONNET = "claude-sonnet-4-6"  # caches from 1,024 tokens; priced through CTXR_PRICES_FILE
@@ -43,16 +45,7 @@ SONNET_PRICE = {"input": 3.0, "cache_write": 3.75, "cache_read": 0.3, "output": 
 def _corpus(root: Path) -> Path:
     """Three documents of about 2,000 tokens, one of about 6,000 (sent in windows with a
     2,500-token budget) and one far below every minimum cacheable size."""
-    root.mkdir()
-    for topic in TOPICS:
-        sections = [
-            f"## {topic.title()} part {i}\n\n"
-            + " ".join(
-                f"Fact {i}.{j} about {topic}: measurement {i * 31 + j} holds." for j in range(12)
-            )
-            for i in range(12)
-        ]
-        (root / f"{topic}.md").write_text(f"# All about {topic}\n\n" + "\n\n".join(sections))
+    write_topics(root)
     chapters = [
         f"## Chapter {i}\n\n"
         + " ".join(
@@ -72,9 +65,7 @@ def _setup(
     provider: str,
     model: str,
 ) -> tuple[Path, Settings]:
-    for name, value in server.env().items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.setenv("CTXR_LLM_PROVIDER", provider)
+    use_fake_llm(monkeypatch, server, provider)
     monkeypatch.setenv("CTXR_LLM_MODEL", model)
     monkeypatch.setenv("CTXR_MAX_DOCUMENT_TOKENS", "2500")
     monkeypatch.setenv("CTXR_CLAUDE_TOKENIZER", "cl100k")  # as the fake server counts
@@ -88,23 +79,9 @@ def _setup(
 
 
 def _billed(server: FakeLLMServer, provider: str) -> tuple[int, Usage]:
-    """Requests and usage as the server billed them, in `Usage`'s convention."""
-    endpoint = "chat.completions" if provider == "openai" else "messages"
-    done = [r for r in server.requests if r.endpoint == endpoint and r.status == 200]
-    total = Usage()
-    for r in done:
-        u = r.usage or {}
-        if provider == "openai":
-            cached = int(u["prompt_tokens_details"]["cached_tokens"])
-            total += Usage(int(u["prompt_tokens"]) - cached, 0, cached, int(u["completion_tokens"]))
-        else:
-            total += Usage(
-                int(u["input_tokens"]),
-                int(u["cache_creation_input_tokens"]),
-                int(u["cache_read_input_tokens"]),
-                int(u["output_tokens"]),
-            )
-    return len(done), total
+    """Requests and usage as the server billed them."""
+    done = answered(server, chat_endpoint(provider))
+    return len(done), billed_usage(done)
 
 
 def _close(estimated: int | float, actual: int | float, share: float = 0.02) -> bool:
@@ -117,6 +94,7 @@ def _estimate(settings: Settings, corpus: Path, model: str, **options: Any) -> M
     return result.models[0]
 
 
+@pytest.mark.slow
 def test_openai_estimate_matches_the_run_then_costs_nothing(
     tmp_path: Path, fake_llm_factory: Callable[..., FakeLLMServer], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -169,6 +147,7 @@ def _ledger_by_document(server: FakeLLMServer, documents: dict[str, str]) -> dic
     return ledger
 
 
+@pytest.mark.slow
 def test_claude_estimate_agrees_with_the_fake_ledger(
     tmp_path: Path, fake_llm_factory: Callable[..., FakeLLMServer], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -254,9 +233,7 @@ def test_cli_compares_models_as_json_and_dry_run_writes_nothing(
     bad = runner.invoke(main, [*args, "--model", "nope-1"])
     assert bad.exit_code == 2 and "no price for model 'nope-1'" in bad.output
 
-    for name, value in fake_llm.env().items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.setenv("CTXR_LLM_PROVIDER", "openai")
+    use_fake_llm(monkeypatch, fake_llm, "openai")
     dry = runner.invoke(main, ["index", str(corpus), "--index", str(index), "--dry-run", "--json"])
     assert dry.exit_code == 0, dry.output
     assert json.loads(dry.stdout)["models"][0]["model"] == "gpt-4o-mini"
@@ -265,16 +242,7 @@ def test_cli_compares_models_as_json_and_dry_run_writes_nothing(
     assert table.exit_code == 0 and "total with caching" in table.stdout
 
 
-def _grouped_answer(body: Any) -> str:
-    """Every chunk a grouped request asks about gets CONTEXT; a per-chunk request gets CONTEXT."""
-    ids = asked_ids(body)
-    if not ids:
-        return CONTEXT
-    if named_answer(body):
-        return json.dumps(dict.fromkeys(ids, CONTEXT))
-    return json.dumps({"contexts": [{"id": i, "context": CONTEXT} for i in ids]})
-
-
+@pytest.mark.slow
 @pytest.mark.parametrize(("provider", "model"), [("anthropic", SONNET), ("openai", "gpt-4o-mini")])
 def test_grouped_estimate_agrees_with_the_run(
     tmp_path: Path,
@@ -283,7 +251,7 @@ def test_grouped_estimate_agrees_with_the_run(
     provider: str,
     model: str,
 ) -> None:
-    server = fake_llm_factory(respond=_grouped_answer)
+    server = fake_llm_factory(respond=grouped_answer(CONTEXT))
     corpus, settings = _setup(tmp_path, server, monkeypatch, provider, model)
     grouped = settings.replace(llm_group_size=4)
     encoding = "cl100k_base" if provider == "anthropic" else "o200k_base"
@@ -350,7 +318,7 @@ def test_claude_estimate_counts_with_ctok_when_installed(tmp_path: Path) -> None
     (tmp_path / "c").mkdir()
     text = "# Notes\n\n" + " ".join(f"Point {i} about tokenizers." for i in range(200))
     (tmp_path / "c" / "a.md").write_text(text)
-    base = {"index_dir": tmp_path / "idx", "llm_group_size": 1}
+    base: dict[str, Any] = {"index_dir": tmp_path / "idx", "llm_group_size": 1}
     counted = estimate_paths([tmp_path / "c"], load_settings(**base, claude_tokenizer="ctok"))
     plain = estimate_paths([tmp_path / "c"], load_settings(**base, claude_tokenizer="cl100k"))
     ctok_model, cl100k_model = counted.models[0], plain.models[0]
@@ -360,6 +328,7 @@ def test_claude_estimate_counts_with_ctok_when_installed(tmp_path: Path) -> None
     assert token_count(text) > count_tokens(text, "cl100k_base")
 
 
+@pytest.mark.slow
 def test_dry_run_without_a_provider_estimates_the_outline_run(tmp_path: Path) -> None:
     # With no LLM key the dry run printed an empty table: no model, so no column.
     corpus = _corpus(tmp_path / "corpus")

@@ -9,33 +9,25 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from fakes.hash_embedder import HashEmbedder
-from fakes.llm_server import FakeLLMServer
 
 from ctxr.cli import main
 from ctxr.config import load_settings
 from ctxr.index.manifest import Manifest
 from ctxr.pipeline.build import build_index
 from ctxr.pipeline.report import IndexReport
+from tests.fakes.hash_embedder import HashEmbedder
+from tests.fakes.llm_server import FakeLLMServer
+from tests.fixtures.corpora import write_topics
+from tests.fixtures.environment import use_fake_llm
 
 # Sonnet caches prefixes from 1,024 tokens on; each long document is about 1,500. Its price
 # comes from a user prices file, which also exercises CTXR_PRICES_FILE.
 MODEL = "claude-sonnet-4-6"
 PRICE = {"input": 3.0, "cache_write": 3.75, "cache_read": 0.3, "output": 15.0}
-TOPICS = ("glaciers", "volcanoes", "tides")
 
 
 def _corpus(root: Path) -> Path:
-    root.mkdir()
-    for topic in TOPICS:
-        sections = [
-            f"## {topic.title()} part {i}\n\n"
-            + " ".join(
-                f"Fact {i}.{j} about {topic}: measurement {i * 31 + j} holds." for j in range(12)
-            )
-            for i in range(12)
-        ]
-        (root / f"{topic}.md").write_text(f"# All about {topic}\n\n" + "\n\n".join(sections))
+    write_topics(root)
     (root / "short.txt").write_text(
         "A short note about nothing in particular, far below the minimum."
     )
@@ -43,8 +35,7 @@ def _corpus(root: Path) -> Path:
 
 
 def _index(tmp_path: Path, server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> IndexReport:
-    for name, value in server.env().items():
-        monkeypatch.setenv(name, value)
+    use_fake_llm(monkeypatch, server)
     monkeypatch.setenv("CTXR_LLM_MODEL", MODEL)
     # These runs check the one-request-per-chunk schedule; grouping has tests of its own.
     monkeypatch.setenv("CTXR_LLM_GROUP_SIZE", "1")
@@ -58,6 +49,7 @@ def _index(tmp_path: Path, server: FakeLLMServer, monkeypatch: pytest.MonkeyPatc
     return build_index([corpus], settings, embedder=HashEmbedder())
 
 
+@pytest.mark.slow
 def test_one_cache_write_per_document_and_reruns_cost_nothing(
     tmp_path: Path, fake_llm_factory: Callable[..., FakeLLMServer], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -97,6 +89,7 @@ def test_one_cache_write_per_document_and_reruns_cost_nothing(
     assert rebuilt.contexts is not None and rebuilt.contexts.response_cache_hits == chunks
 
 
+@pytest.mark.slow
 def test_faults_lose_no_chunk(
     tmp_path: Path, fake_llm_factory: Callable[..., FakeLLMServer], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -112,12 +105,12 @@ def test_faults_lose_no_chunk(
     assert report.chunks_written == server.count("messages", 200)
 
 
+@pytest.mark.slow
 def test_cli_reports_the_llm_run(
     tmp_path: Path, fake_llm_factory: Callable[..., FakeLLMServer], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     server = fake_llm_factory()
-    for name, value in server.env().items():
-        monkeypatch.setenv(name, value)
+    use_fake_llm(monkeypatch, server)
     corpus = _corpus(tmp_path / "corpus")
     args = ["index", str(corpus), "--index", str(tmp_path / "idx"), "--json"]
     result = CliRunner().invoke(main, [*args, "--chunk-tokens", "120"])
@@ -182,8 +175,7 @@ def test_a_server_whose_answers_are_no_context_fails_the_run_and_is_asked_again(
     why: str,
 ) -> None:
     broken = fake_llm_factory(respond=lambda body: answer)
-    for name, value in broken.env().items():
-        monkeypatch.setenv(name, value)
+    use_fake_llm(monkeypatch, broken)
     monkeypatch.setenv("CTXR_LLM_MAX_OUTPUT_TOKENS", "4096")  # the runaway is the server's
     corpus = tmp_path / "corpus"
     corpus.mkdir()
@@ -197,8 +189,7 @@ def test_a_server_whose_answers_are_no_context_fails_the_run_and_is_asked_again(
     assert "This chunk is from" not in result.output  # no traceback, no context dumped
 
     working = fake_llm_factory()
-    for name, value in working.env().items():
-        monkeypatch.setenv(name, value)
+    use_fake_llm(monkeypatch, working)
     again = CliRunner().invoke(main, [*args, "--json"])
     assert again.exit_code == 0, again.output
     contexts = json.loads(again.stdout)["contexts"]

@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from fakes.hash_embedder import HashEmbedder
 
 from ctxr.config import Settings, load_settings
 from ctxr.index.manifest import Manifest
@@ -15,6 +14,7 @@ from ctxr.index.store.factory import shard_path
 from ctxr.pipeline import write as writer
 from ctxr.pipeline.build import build_index
 from ctxr.pipeline.report import STAGES, IndexInterrupted
+from tests.fakes.hash_embedder import HashEmbedder
 
 # Every run meets these; "optimize" (HNSW) only an index of CTXR_OPTIMIZE_MIN_POINTS or more.
 EVERY_RUN = {"open", "load", "split", "contexts", "embed", "write", "check"}

@@ -21,7 +21,8 @@ from ctxr.index.store import factory as store_factory
 from ctxr.index.store.base import ScannedPoint
 from ctxr.pipeline.build import build_index
 from ctxr.retrieve.service import SearchService
-from tests.conftest import ROOT, BuiltIndex
+from tests.fixtures.index import BuiltIndex
+from tests.fixtures.paths import ROOT
 
 ray = pytest.importorskip("ray", reason="the ray extra is not installed")
 

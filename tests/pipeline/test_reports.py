@@ -5,13 +5,12 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from fakes.hash_embedder import HashEmbedder
-
 from ctxr.config import load_settings
 from ctxr.enrich.load.walk import Skipped
 from ctxr.pipeline.build import build_index
 from ctxr.pipeline.report import IndexReport
 from ctxr.pipeline.reports import KEEP, REPORTS_DIR, recent_reports, save_report
+from tests.fakes.hash_embedder import HashEmbedder
 
 
 def test_a_run_keeps_its_report_with_what_it_skipped(tmp_path: Path) -> None:

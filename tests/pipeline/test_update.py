@@ -6,13 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from fakes.hash_embedder import HashEmbedder
 
 from ctxr.config import Settings, load_settings
 from ctxr.index.manifest import Manifest
 from ctxr.pipeline.build import build_index
 from ctxr.pipeline.update import changed_targets, update_index
 from ctxr.retrieve.service import SearchService
+from tests.fakes.hash_embedder import HashEmbedder
 
 
 def _settings(tmp_path: Path) -> Settings:

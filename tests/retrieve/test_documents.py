@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
-from fakes.hash_embedder import HashEmbedder
 
 from ctxr.config import Settings, load_settings
 from ctxr.errors import ConfigError
@@ -14,11 +14,10 @@ from ctxr.index.manifest import MANIFEST_NAME
 from ctxr.pipeline.build import build_index
 from ctxr.retrieve.documents import land_documents
 from ctxr.retrieve.service import DOCUMENT_MODE, SearchService
+from tests.fakes.hash_embedder import HashEmbedder
+from tests.fixtures.stores import LOCAL_QDRANT_WARNINGS
 
-pytestmark = [
-    pytest.mark.filterwarnings("ignore:Payload indexes have no effect in the local Qdrant"),
-    pytest.mark.filterwarnings("ignore:Local mode performs exact"),
-]
+pytestmark = LOCAL_QDRANT_WARNINGS
 
 
 def test_landing_on_the_best_chunk_or_the_carrier() -> None:
@@ -42,7 +41,7 @@ SPREAD = "\n\n".join(
 )
 
 
-def _index(tmp_path: Path, url: str | None = None, **extra: object) -> Settings:
+def _index(tmp_path: Path, url: str | None = None, **extra: Any) -> Settings:
     corpus = tmp_path / "corpus"
     corpus.mkdir(exist_ok=True)
     (corpus / "zinc.md").write_text(SPREAD + "\n", "utf-8")
@@ -130,9 +129,9 @@ def test_document_weight_scales_its_share_of_the_fused_score(tmp_path: Path) -> 
     full = settings.replace(doc_bm25_weight=1.0)
     half = settings.replace(doc_bm25_weight=0.5)
     with SearchService(full, embedder=HashEmbedder()) as service:
-        full = service.search(QUERY, k=1, fusion="rrf")[0]
+        whole = service.search(QUERY, k=1, fusion="rrf")[0]
     with SearchService(half, embedder=HashEmbedder()) as service:
         halved = service.search(QUERY, k=1, fusion="rrf")[0]
-    assert full.chunk_id == halved.chunk_id
-    doc = 1 / (60 + full.scores["bm25_doc"].rank)
-    assert full.score - halved.score == pytest.approx(doc / 2)
+    assert whole.chunk_id == halved.chunk_id
+    doc = 1 / (60 + whole.scores["bm25_doc"].rank)
+    assert whole.score - halved.score == pytest.approx(doc / 2)

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes.hash_embedder import HashEmbedder
 
 from ctxr.config import Settings, load_settings
 from ctxr.index.payload import space_after
@@ -16,6 +15,7 @@ from ctxr.pipeline.build import build_index
 from ctxr.retrieve.expand import EXPAND_FAILED, EXPAND_UNAVAILABLE, expand_parents, rebuild
 from ctxr.retrieve.service import SearchService
 from ctxr.types import Hit, RetrieverScore
+from tests.fakes.hash_embedder import HashEmbedder
 
 # Chunks at 0..10, 12..23, 26..38 and 41..50, separated by whitespace only.
 TEXT = "alpha beta\n\ngamma delta\n  epsilon zeta\n\n\neta theta"

@@ -12,14 +12,11 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from conftest import BuiltIndex
-from fakes.llm_rerank import relevance
-from fakes.llm_server import FakeLLMServer
 from fastapi.testclient import TestClient
 
 from ctxr.api.app import create_app
 from ctxr.cli import main
-from ctxr.config import Settings, load_settings
+from ctxr.config import Settings
 from ctxr.errors import ConfigError
 from ctxr.index.embed.onnx import model_path, tokenizer_path
 from ctxr.retrieve.rerank.base import passage
@@ -28,13 +25,13 @@ from ctxr.retrieve.rerank.llm import UNPARSEABLE, parse_scores, rerank_prompt
 from ctxr.retrieve.rerank.registry import resolve
 from ctxr.retrieve.service import SearchService
 from ctxr.types import Hit, RetrieverScore
+from tests.fakes.llm_rerank import relevance
+from tests.fakes.llm_server import FakeLLMServer
+from tests.fixtures.environment import use_fake_llm
+from tests.fixtures.index import BuiltIndex
 
 QUERY = "how are chunk contexts cached"
 _PASSAGE_ID = re.compile(r'<passage id="(\d+)">')
-
-
-def _settings(index: BuiltIndex, **overrides: Any) -> Settings:
-    return load_settings(index_dir=index.index_dir, cache_dir=index.cache_dir, **overrides)
 
 
 def _prompt(body: Any) -> str:
@@ -53,14 +50,13 @@ def llm_env(
     fake_llm_factory: Callable[..., FakeLLMServer], monkeypatch: pytest.MonkeyPatch
 ) -> FakeLLMServer:
     server = fake_llm_factory(respond=reverse_ranking)
-    for name, value in server.env().items():
-        monkeypatch.setenv(name, value)
+    use_fake_llm(monkeypatch, server)
     return server
 
 
 @pytest.fixture
 def service(examples_index: BuiltIndex, llm_env: FakeLLMServer) -> Iterator[SearchService]:
-    with SearchService(_settings(examples_index, rerank_timeout=2.0)) as opened:
+    with SearchService(examples_index.settings_with(rerank_timeout=2.0)) as opened:
         yield opened
 
 
@@ -72,7 +68,7 @@ def _ids(hits: list[Hit]) -> list[str]:
 def test_llm_reranker_orders_by_the_models_scores(
     examples_index: BuiltIndex, llm_env: FakeLLMServer, provider: str
 ) -> None:
-    settings = _settings(examples_index, llm_provider=provider, rerank_candidates=20)
+    settings = examples_index.settings_with(llm_provider=provider, rerank_candidates=20)
     with SearchService(settings) as svc:
         fused = svc.search(QUERY, k=20)
         hits = svc.search(QUERY, k=5, rerank="llm")
@@ -96,7 +92,7 @@ def test_llm_reranker_orders_by_the_models_scores(
 def test_configured_reranker_is_the_default_and_none_turns_it_off(
     examples_index: BuiltIndex, llm_env: FakeLLMServer
 ) -> None:
-    settings = _settings(examples_index, rerank="llm", rerank_candidates=10)
+    settings = examples_index.settings_with(rerank="llm", rerank_candidates=10)
     with SearchService(settings) as svc:
         reranked = svc.search(QUERY, k=3)
         plain = svc.search(QUERY, k=3, rerank="none")
@@ -149,7 +145,7 @@ def test_parse_scores_accepts_a_fenced_list_in_any_order() -> None:
 def test_llm_timeout_returns_the_fused_order_flagged(
     examples_index: BuiltIndex, llm_env: FakeLLMServer
 ) -> None:
-    with SearchService(_settings(examples_index, rerank_timeout=0.5)) as svc:
+    with SearchService(examples_index.settings_with(rerank_timeout=0.5)) as svc:
         fused = svc.search(QUERY, k=5)
         llm_env.inject("slow", delay_s=10)
         hits = svc.search(QUERY, k=5, rerank="llm")
@@ -160,7 +156,7 @@ def test_llm_timeout_returns_the_fused_order_flagged(
 
 def test_llm_reranker_without_a_provider_says_what_to_set(examples_index: BuiltIndex) -> None:
     with (
-        SearchService(_settings(examples_index)) as svc,
+        SearchService(examples_index.settings_with()) as svc,
         pytest.raises(ConfigError, match="ANTHROPIC_API_KEY or OPENAI_API_KEY"),
     ):
         svc.search(QUERY, k=3, rerank="llm")
@@ -172,8 +168,7 @@ def rerank_server(fake_llm_factory: Callable[..., FakeLLMServer]) -> FakeLLMServ
 
 
 def _http_settings(index: BuiltIndex, server: FakeLLMServer, **more: Any) -> Settings:
-    return _settings(
-        index,
+    return index.settings_with(
         rerank_url=server.base_url,
         rerank_api_key="rerank-key",
         rerank_model="rerank-v3.5",
@@ -218,18 +213,18 @@ def test_http_reranker_failure_returns_the_fused_order_flagged(
 
 def test_http_reranker_needs_a_url(examples_index: BuiltIndex) -> None:
     with (
-        SearchService(_settings(examples_index)) as svc,
+        SearchService(examples_index.settings_with()) as svc,
         pytest.raises(ConfigError, match="CTXR_RERANK_URL"),
     ):
         svc.search(QUERY, rerank="http")
 
 
 def test_cross_encoder_without_a_model_names_it(examples_index: BuiltIndex, tmp_path: Path) -> None:
-    with SearchService(_settings(examples_index)) as svc, pytest.raises(ConfigError) as error:
+    with SearchService(examples_index.settings_with()) as svc, pytest.raises(ConfigError) as error:
         svc.search(QUERY, rerank="cross-encoder")
     assert "CTXR_RERANK_MODEL_PATH" in str(error.value) and "model.onnx" in str(error.value)
     (tmp_path / "model.onnx").write_bytes(b"")
-    settings = _settings(examples_index, rerank_model_path=tmp_path)
+    settings = examples_index.settings_with(rerank_model_path=tmp_path)
     with SearchService(settings) as svc, pytest.raises(ConfigError, match=r"tokenizer\.json"):
         svc.search(QUERY, rerank="cross-encoder")
 
@@ -242,7 +237,7 @@ def test_cross_encoder_runs_a_local_onnx_model_and_checks_its_output(
     (tmp_path / "model.onnx").symlink_to(model_path())
     (tmp_path / "tokenizer.json").symlink_to(tokenizer_path())
     reranker = CrossEncoderReranker(tmp_path)
-    with SearchService(_settings(examples_index)) as svc:
+    with SearchService(examples_index.settings_with()) as svc:
         fused = svc.search(QUERY, k=3)
     result = reranker.rerank(QUERY, fused, 2)
     assert _ids(result.hits) == _ids(fused[:2])

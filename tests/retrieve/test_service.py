@@ -8,8 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import JUDGED, ROOT, BuiltIndex
-from fakes.hash_embedder import HashEmbedder
 
 import ctxr
 from ctxr.config import load_settings
@@ -18,6 +16,9 @@ from ctxr.index.manifest import Manifest
 from ctxr.pipeline.build import build_index
 from ctxr.retrieve.service import SearchService
 from ctxr.types import Hit
+from tests.fakes.hash_embedder import HashEmbedder
+from tests.fixtures.index import BuiltIndex
+from tests.fixtures.paths import JUDGED, ROOT
 
 
 def _judged() -> list[dict[str, Any]]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 
 import pytest
-from conftest import BuiltIndex
 
 from ctxr.config import load_settings
 from ctxr.errors import IndexInUseError
@@ -15,12 +14,13 @@ from ctxr.index.store.factory import shard_path
 from ctxr.retrieve import shared
 from ctxr.retrieve.searcher import SearchOptions
 from ctxr.retrieve.service import SearchService
+from tests.fixtures.index import BuiltIndex
 
 QUERY = "fix LUM-E310 migration lock held"
 
 
 def test_two_services_on_one_index_share_the_shard(examples_index: BuiltIndex) -> None:
-    settings = load_settings(index_dir=examples_index.index_dir, cache_dir=examples_index.cache_dir)
+    settings = examples_index.settings_with()
     first = SearchService(settings)
     # Another spelling of the same directory, other search settings: the same open shard.
     other = load_settings(
@@ -45,7 +45,7 @@ def test_two_services_on_one_index_share_the_shard(examples_index: BuiltIndex) -
 
 
 def test_an_open_refused_by_this_process_names_this_process(examples_index: BuiltIndex) -> None:
-    settings = load_settings(index_dir=examples_index.index_dir, cache_dir=examples_index.cache_dir)
+    settings = examples_index.settings_with()
     with SearchService(settings), pytest.raises(IndexInUseError) as refused:
         EdgeStore.open(shard_path(examples_index.index_dir))  # not through the registry
     message = str(refused.value)
