@@ -46,10 +46,10 @@ class CtxrRetriever(BaseRetriever):
 
     index_dir: str | Path | None = None
     base_url: str | None = None
-    k: int = Field(4, ge=1)
+    k: int = Field(default=4, ge=1)
     mode: SearchMode = "hybrid"
     filters: dict[str, Any] | None = None
-    api_token: str | None = Field(None, repr=False)
+    api_token: str | None = Field(default=None, repr=False)
     timeout: float = 30.0
     settings: dict[str, Any] = Field(
         default_factory=dict, description="ctxr settings for an embedded index (ctxr.config)"
