@@ -403,7 +403,12 @@ class ApiSettings(_Group):
         600.0, gt=0, description="seconds an idle MCP HTTP session is kept"
     )
 
-    @field_validator("api_allowed_hosts", "api_update_roots", mode="before")
+    # `ctxr trial` reports the page shows (GET /trials): their files or output folders.
+    api_trials: Annotated[tuple[str, ...], NoDecode] = Field(
+        (), description="trial.json files (or ctxr trial --out folders) the page shows: PATH,..."
+    )
+
+    @field_validator("api_allowed_hosts", "api_update_roots", "api_trials", mode="before")
     @classmethod
     def _list_parse(cls, value: Any) -> Any:
         if isinstance(value, str):  # NAME,NAME from the environment or a flag

@@ -59,6 +59,7 @@ from ctxr.api.overview import add_overview_route
 from ctxr.api.page import PAGE_PATHS, add_page_routes
 from ctxr.api.protocol import server_config
 from ctxr.api.stats import stats_response
+from ctxr.api.trials import add_trials_route
 from ctxr.config import Settings
 from ctxr.errors import ConfigError, CtxrError
 from ctxr.index.owner import Owner
@@ -237,6 +238,7 @@ def create_app(
 
     add_highlight_route(app, holder, settings.api.api_max_query_chars)
     add_overview_route(app, holder)
+    add_trials_route(app, settings.api.api_trials)
     return app
 
 

@@ -25,12 +25,21 @@ from ctxr.errors import ConfigError
     help="a folder `ctxr watch` may update besides those the index was built from "
     "(repeatable); default CTXR_API_UPDATE_ROOTS",
 )
+@click.option(
+    "--trial",
+    "trials",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="a `ctxr trial` report (trial.json or its --out folder) for the page's Trial view "
+    "(repeatable); default CTXR_API_TRIALS",
+)
 def serve_command(
     index_dir: Path | None,
     host: str,
     port: int,
     allowed_hosts: tuple[str, ...],
     roots: tuple[Path, ...],
+    trials: tuple[Path, ...],
 ) -> None:
     """Serve search over HTTP (POST /search, /health, /stats, /documents/ID, /docs)."""
     try:
@@ -43,7 +52,12 @@ def serve_command(
         index_dir=index_dir,
         api_allowed_hosts=allowed_hosts or None,
         api_update_roots=tuple(str(r) for r in roots) or None,
-        flags={"api_allowed_hosts": "--allowed-host", "api_update_roots": "--root"},
+        api_trials=tuple(str(t) for t in trials) or None,
+        flags={
+            "api_allowed_hosts": "--allowed-host",
+            "api_update_roots": "--root",
+            "api_trials": "--trial",
+        },
     )
     if host not in ("127.0.0.1", "localhost", "::1") and settings.api.api_token is None:
         logging.getLogger("ctxr").warning(

@@ -28,6 +28,7 @@ import pytest
 
 from tests.fixtures.index import BuiltIndex
 from tests.fixtures.paths import ROOT
+from tests.fixtures.trials import write_trial
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is in the ui-test extra")
 CHROMIUM = Path("/usr/bin/chromium")
@@ -62,10 +63,12 @@ def served(examples_index: BuiltIndex, tmp_path_factory: pytest.TempPathFactory)
     env.update(CTXR_CACHE_DIR=str(examples_index.cache_dir), CTXR_API_TOKEN=TOKEN)
     port = _free_port()
     log_path = tmp_path_factory.mktemp("serve") / "serve.log"
+    trial = write_trial(log_path.parent / "ctxr-trial").parent  # the folder, as --out names it
     with log_path.open("w") as log:
         child = subprocess.Popen(
             [sys.executable, "-c", "from ctxr.cli import main; main()", "serve",
-             "--index", str(examples_index.index_dir), "--port", str(port)],
+             "--index", str(examples_index.index_dir), "--port", str(port),
+             "--trial", str(trial)],
             cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
         )  # fmt: skip
         try:
@@ -253,6 +256,21 @@ def test_the_index_view(tab: Page) -> None:
     assert "Nothing was skipped." in body
     assert "No LLM wrote contexts" in body  # outline contexts: no ledger
     assert "onnx:all-MiniLM-L6-v2-int8" in body
+
+
+def test_the_trial_view(tab: Page) -> None:
+    page = tab.page
+    page.goto(tab.url + "/#/trial")
+    tab.give_token(TOKEN)
+    page.locator(".verdict").wait_for()
+    assert page.locator(".verdict").inner_text().startswith("LLM contexts pay on this sample")
+    rows = page.locator("#sec-scores + .table-wrap tbody th").all_inner_texts()
+    assert rows == ["none", "outline", "llm (anthropic/claude-haiku-4-5)"]
+    assert page.locator("#sec-scores + .table-wrap tbody .interval").count() == 3 * 4
+    significant = page.locator(".comparisons li.significant").all_inner_texts()
+    assert len(significant) == 1 and significant[0].startswith("llm vs outline: +12.0 points")
+    assert "$0.1000" in page.locator("#trial-body").inner_text()  # the corpus's batch projection
+    assert page.locator('.views a[data-view="trial"]').get_attribute("aria-current") == "page"
 
 
 def test_filters_narrow_the_hits_on_a_phone(browser: Any, served: str) -> None:

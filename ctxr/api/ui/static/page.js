@@ -230,10 +230,13 @@
     const hash = location.hash.replace(/^#/, '') || '/';
     const [path, query = ''] = hash.split('?');
     const params = new URLSearchParams(query);
-    const views = { search: $('view-search'), doc: $('view-doc'), index: $('view-index') };
+    const views = {
+      search: $('view-search'), doc: $('view-doc'), index: $('view-index'), trial: $('view-trial'),
+    };
     let view = 'search';
     if (path.startsWith('/doc/')) view = 'doc';
     else if (path === '/index') view = 'index';
+    else if (path === '/trial') view = 'trial';
     for (const [name, el] of Object.entries(views)) el.hidden = name !== view;
     for (const link of document.querySelectorAll('.views a[data-view]')) {
       if (link.dataset.view === view) link.setAttribute('aria-current', 'page');
@@ -241,6 +244,7 @@
     }
     if (view === 'doc') showDocument(decodeURIComponent(path.slice('/doc/'.length)), params);
     else if (view === 'index') showIndex();
+    else if (view === 'trial') showTrials();
     else showSearch(params);
   }
 
@@ -801,6 +805,76 @@
     }
     parts.push(section('Built with', h('dl', { class: 'facts' },
       Object.entries(o.settings).flatMap(([k, v]) => [h('dt', {}, k.replace(/_/g, ' ')), h('dd', {}, String(v))]))));
+    return parts;
+  }
+
+  // ---------------------------------------------------------------------------- trial
+
+  async function showTrials() {
+    const status = $('trial-status');
+    const body = $('trial-body');
+    setStatus(status, 'Reading the trial reports…', 'busy');
+    let answer;
+    try {
+      answer = await (await api('/trials')).json();
+    } catch (error) {
+      body.replaceChildren();
+      setStatus(status, error.message, 'error');
+      return;
+    }
+    setStatus(status, '');
+    if (!answer.trials.length) {
+      body.replaceChildren(h('p', { class: 'none' },
+        'No trial report was given to this server. Run `ctxr trial PATH --out ctxr-trial` to ' +
+        'measure outline against LLM contexts on a sample of your documents, then start ' +
+        '`ctxr serve --trial ctxr-trial`.'));
+      return;
+    }
+    body.replaceChildren(...answer.trials.flatMap(renderTrial));
+  }
+
+  function percent(value) {
+    return `${(value * 100).toFixed(1)}`;
+  }
+
+  function renderTrial(t) {
+    if (t.error) {
+      return [section(`Trial ${t.path}`, h('p', { class: 'error' }, `${t.path}: ${t.error}`))];
+    }
+    const parts = [];
+    const asked = t.questions.count ?? null;
+    parts.push(h('p', { class: 'verdict' }, t.verdict));
+    parts.push(h('p', { class: 'trial-source' }, `From ${t.path}` +
+      (asked !== null ? `; ${fmt(asked)} questions` : '') +
+      `; every row against ${t.baseline} on ${t.metric}.`));
+    const metrics = t.metrics.length ? t.metrics : Object.keys(t.rows[0]?.scores ?? {});
+    parts.push(section('Scores', table('Each row’s scores with their intervals',
+      ['row', ...metrics],
+      t.rows.map((r) => [r.llm ? `${r.name} (${r.llm})` : r.name,
+        ...metrics.map((m) => {
+          const s = r.scores[m];
+          if (!r.available || !s) return r.note || 'n/a';
+          return h('span', { class: 'interval' }, h('strong', {}, percent(s.mean)),
+            h('span', { class: 'range' }, ` ${percent(s.low)}–${percent(s.high)}`));
+        })]),
+      [false, ...metrics.map(() => true)])));
+    const headline = t.comparisons.filter((c) => c.metric === t.metric);
+    if (headline.length) {
+      parts.push(section('Against the baseline', h('ul', { class: 'comparisons' },
+        headline.map((c) => h('li', { class: c.significant ? 'significant' : 'noise' }, c.sentence)))));
+    }
+    if (t.costs.length) {
+      parts.push(section('What LLM contexts cost', table('LLM contexts: cost',
+        ['rows', 'model', 'paid on the sample', 'whole corpus', 'batch'],
+        t.costs.map((c) => [c.rows.join(', '), `${c.provider}/${c.model}`,
+          c.paid_on_sample ? dollars(c.paid_on_sample.dollars) : 'nothing sent',
+          c.estimate_corpus ? dollars(c.estimate_corpus.standard) : 'no price',
+          c.estimate_corpus ? dollars(c.estimate_corpus.batch) : 'no price']),
+        [false, false, true, true, true])));
+    }
+    if (t.notes.length) {
+      parts.push(section('Notes', h('ul', { class: 'notices' }, t.notes.map((n) => h('li', {}, n)))));
+    }
     return parts;
   }
 
