@@ -1,5 +1,6 @@
 """A Ray-built index is the index a local run builds: the same chunk ids, payloads and BM25
-vectors, dense vectors equal to float rounding, and the same hits.
+vectors, dense vectors equal to float rounding, and the same hits; and a Ray run stopped
+midway is completed by the next, as a local one is.
 
 Runs where the `ray` extra is installed (CI's Ray step), on a local Ray of 2 CPUs; skipped
 elsewhere. The Ray run embeds with its own, empty cache, so every vector it writes was made on
@@ -23,6 +24,7 @@ from ctxr.pipeline.build import build_index
 from ctxr.retrieve.service import SearchService
 from tests.fixtures.index import BuiltIndex
 from tests.fixtures.paths import ROOT
+from tests.fixtures.progress import RecordingProgress
 
 ray = pytest.importorskip("ray", reason="the ray extra is not installed")
 
@@ -115,3 +117,42 @@ def test_an_unchanged_corpus_costs_a_ray_run_nothing(
     finally:
         os.chdir(cwd)
     assert again.documents_unchanged == 10 and again.chunks_written == 0
+
+
+class _CtrlC(RecordingProgress):
+    """Ctrl-C at the n-th embedding step, as a user stops a long run."""
+
+    def __init__(self, at_step: int) -> None:
+        super().__init__()
+        self.at_step = at_step
+        self.steps = 0
+
+    def advance(self, phase: str, amount: int = 1) -> None:
+        super().advance(phase, amount)
+        if phase == "embeddings":
+            self.steps += 1
+            if self.steps == self.at_step:
+                raise KeyboardInterrupt
+
+
+def test_a_stopped_ray_run_is_completed_by_the_next(
+    local_ray: None,
+    examples_index: BuiltIndex,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from ctxr.pipeline import write as writer
+
+    monkeypatch.setattr(writer, "WRITE_BATCH_CHUNKS", 16)  # several batches to keep
+    settings = load_settings(
+        index_dir=tmp_path / "idx", cache_dir=tmp_path / "cache", executor="ray"
+    )
+    monkeypatch.chdir(ROOT)
+    with pytest.raises(KeyboardInterrupt):
+        build_index(["examples"], settings, progress=_CtrlC(at_step=3))
+    kept = Manifest.load(settings.index_dir).documents
+    assert 0 < len(kept) < 10  # the batches written before Ctrl-C are recorded
+    resumed = build_index(["examples"], settings)
+    assert resumed.documents_unchanged == len(kept)
+    assert resumed.documents_indexed == 10 - len(kept)
+    assert sorted(_points(settings)) == sorted(_points(examples_index.settings))
