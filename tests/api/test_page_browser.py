@@ -13,13 +13,6 @@ CI installs both in a step of its own.
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,7 +20,7 @@ from typing import Any
 import pytest
 
 from tests.fixtures.index import BuiltIndex
-from tests.fixtures.paths import ROOT
+from tests.fixtures.serve_process import ctxr_serve
 from tests.fixtures.trials import write_trial
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is in the ui-test extra")
@@ -38,50 +31,15 @@ if not CHROMIUM.exists():
 
 TOKEN = "browser-test-token"
 QUERY = "how do I restore a backup?"
-_PROVIDER_VARS = ("ANTHROPIC_", "OPENAI_", "CTXR_")
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-    return port
-
-
-def _healthy(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"{url}/health", timeout=5) as answer:
-            return bool(answer.status == 200)
-    except (urllib.error.URLError, OSError):
-        return False
-
-
 @pytest.fixture(scope="module")
 def served(examples_index: BuiltIndex, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """`ctxr serve` through its CLI entry point, with a token, until the module is done."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(_PROVIDER_VARS)}
-    env.update(CTXR_CACHE_DIR=str(examples_index.cache_dir), CTXR_API_TOKEN=TOKEN)
-    port = _free_port()
-    log_path = tmp_path_factory.mktemp("serve") / "serve.log"
-    trial = write_trial(log_path.parent / "ctxr-trial").parent  # the folder, as --out names it
-    with log_path.open("w") as log:
-        child = subprocess.Popen(
-            [sys.executable, "-c", "from ctxr.cli import main; main()", "serve",
-             "--index", str(examples_index.index_dir), "--port", str(port),
-             "--trial", str(trial)],
-            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-        )  # fmt: skip
-        try:
-            url = f"http://127.0.0.1:{port}"
-            deadline = time.monotonic() + 120
-            while not _healthy(url):  # ready when the index is open and answers
-                assert child.poll() is None, log_path.read_text()
-                assert time.monotonic() < deadline, log_path.read_text()
-                time.sleep(0.1)
-            yield url
-        finally:
-            child.terminate()
-            child.wait(timeout=30)  # the shard is free again before the next server
+    """`ctxr serve` through its CLI entry point, with a token and a trial report, until the
+    module is done."""
+    folder = tmp_path_factory.mktemp("serve")
+    trial = write_trial(folder / "ctxr-trial").parent  # the folder, as --out names it
+    with ctxr_serve(examples_index, folder / "serve.log", "--trial", str(trial),
+                    env={"CTXR_API_TOKEN": TOKEN}) as url:  # fmt: skip
+        yield url
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ be accepted and what it forbids refused; with a token, a request without it must
 The served schema is also checked with openapi-spec-validator. Both tools are in the
 `api-test` extra (CI's own step); without them this module skips.
 
-The server is the installed `ctxr` command on the session's examples index, in a subprocess
+The server is `ctxr serve` on the session's examples index, in a subprocess
 with no LLM provider in its environment: a configured provider would make the llm reranker
 call the network. schemathesis runs with a fixed seed, and in a temporary directory, where it
 keeps its own files.
@@ -14,11 +14,8 @@ keeps its own files.
 
 from __future__ import annotations
 
-import os
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,7 +23,7 @@ import httpx
 import pytest
 
 from tests.fixtures.index import BuiltIndex
-from tests.fixtures.paths import ROOT
+from tests.fixtures.serve_process import ctxr_serve
 
 pytest.importorskip("schemathesis", reason="schemathesis is in the api-test extra")
 
@@ -35,14 +32,6 @@ pytestmark = pytest.mark.slow
 
 TOKEN = "schemathesis-token"
 MAX_EXAMPLES = 15  # per operation and phase: ~20 s a run on two cores
-_PROVIDER_VARS = ("ANTHROPIC_", "OPENAI_", "CTXR_LLM_", "CTXR_RERANK", "CTXR_API_")
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-    return port
 
 
 def _command(name: str) -> list[str]:
@@ -56,34 +45,9 @@ def served(
     request: pytest.FixtureRequest, examples_index: BuiltIndex, tmp_path: Path
 ) -> Iterator[tuple[str, str | None]]:
     token: str | None = request.param
-    env = {k: v for k, v in os.environ.items() if not k.startswith(_PROVIDER_VARS)}
-    env["CTXR_CACHE_DIR"] = str(examples_index.cache_dir)
-    if token:
-        env["CTXR_API_TOKEN"] = token
-    port = _free_port()
-    log_path = tmp_path / "serve.log"
-    with log_path.open("w") as log:
-        child = subprocess.Popen(
-            [*_command("ctxr"), "serve", "--index", str(examples_index.index_dir),
-             "--port", str(port)],
-            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-        )  # fmt: skip
-        try:
-            url = f"http://127.0.0.1:{port}"
-            deadline = time.monotonic() + 120
-            while True:  # ready when the index is open and answers
-                assert child.poll() is None, log_path.read_text()
-                try:
-                    if httpx.get(f"{url}/health", timeout=5).status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
-                assert time.monotonic() < deadline, log_path.read_text()
-                time.sleep(0.1)
-            yield url, token
-        finally:
-            child.terminate()
-            child.wait(timeout=30)  # the shard is free again before the next server
+    env = {"CTXR_API_TOKEN": token} if token else {}
+    with ctxr_serve(examples_index, tmp_path / "serve.log", env=env) as url:
+        yield url, token
 
 
 def test_schemathesis_finds_no_failure(served: tuple[str, str | None], tmp_path: Path) -> None:
