@@ -353,7 +353,10 @@ class RunSettings(_Group):
     )
     ray_worker_cpus: float = Field(1.0, gt=0, description="CPUs each Ray actor asks for")
     ray_worker_gpus: float = Field(
-        0.0, ge=0, description="GPUs each Ray actor asks for (a GPU embedder)"
+        0.0,
+        ge=0,
+        description="GPUs each embedding actor asks for (placement: the local ONNX "
+        "MiniLM runs on CPU)",
     )
     ray_local_cpus: int | None = Field(
         None, ge=1, description="CPUs of a local Ray started for the run; default: all"

@@ -4,7 +4,8 @@
 for the run, shut down at its end; a Ray the caller already started is used and left running.
 Actors are made per stage and freed after it: splitters (the tokenizer and ctxr's splitter,
 loaded once per actor), then embedders (the ONNX model, loaded once per actor), each asking
-`CTXR_RAY_WORKER_CPUS` CPUs and `CTXR_RAY_WORKER_GPUS` GPUs of the cluster.
+`CTXR_RAY_WORKER_CPUS` CPUs of the cluster; embedders also ask `CTXR_RAY_WORKER_GPUS` GPUs,
+which places them on GPU nodes (the bundled ONNX MiniLM itself runs on the CPU).
 
 Placement keeps the index the one a local run builds:
 - documents go to the splitters in contiguous batches and come back in input order;
@@ -144,10 +145,8 @@ class RayExecutor:
         cpus = float(self._ray.cluster_resources().get("CPU", 1))
         return max(1, int(cpus // self._run.ray_worker_cpus))
 
-    def _actors(self, cls: type, settings: Settings, count: int) -> list[Any]:
-        remote = self._ray.remote(
-            num_cpus=self._run.ray_worker_cpus, num_gpus=self._run.ray_worker_gpus
-        )(cls)
+    def _actors(self, cls: type, settings: Settings, count: int, gpus: float = 0.0) -> list[Any]:
+        remote = self._ray.remote(num_cpus=self._run.ray_worker_cpus, num_gpus=gpus)(cls)
         # Each actor's onnxruntime uses the CPUs the actor asked for, not the whole host's.
         threads = max(1, int(self._run.ray_worker_cpus))
         placed = settings.replace(embed_threads=settings.embed.embed_threads or threads)
@@ -159,7 +158,9 @@ class RayExecutor:
             return local  # HTTP: one rate budget, in the driver (see the module's docstring)
         return RayEmbedder(
             local,
-            lambda: self._actors(_EmbedWorker, settings, self._workers()),
+            lambda: self._actors(
+                _EmbedWorker, settings, self._workers(), self._run.ray_worker_gpus
+            ),
             settings.embed.embed_batch_size,
         )
 
