@@ -5,10 +5,11 @@ lists them all. Flags reach here as keyword overrides from the CLI.
 
 `Settings` holds where the index lives and one typed group per layer: `corpus` (what is read),
 `split` (chunking), `llm` (contexts), `embed` (dense vectors), `store` (the Qdrant collection
-and its BM25 analysis), `search` (fusion and reranking) and `api` (the servers). A layer is handed
-its own group, so what it may read is what its signature says. The groups keep the flat
-``CTXR_*`` names (no ``CTXR_LLM__...`` nesting), and a setting is named flat from Python too:
-``Settings(chunk_tokens=300)`` and ``settings.replace(fusion="rrf")`` find its group.
+and its BM25 analysis), `search` (fusion and reranking), `api` (the servers) and `run` (where a
+run splits and embeds). A layer is handed its own group, so what it may read is what its
+signature says. The groups keep the flat ``CTXR_*`` names (no ``CTXR_LLM__...`` nesting), and
+a setting is named flat from Python too: ``Settings(chunk_tokens=300)`` and
+``settings.replace(fusion="rrf")`` find its group.
 """
 
 from __future__ import annotations
