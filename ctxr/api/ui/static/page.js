@@ -646,20 +646,25 @@
 
   // ---------------------------------------------------------------------------- index
 
-  async function showIndex() {
-    const status = $('index-status');
-    const body = $('index-body');
-    setStatus(status, 'Reading the index…', 'busy');
-    let overview;
+  /** A view that shows one JSON answer: `busy` while it loads, the error in its place. */
+  async function showAnswer(view, path, busy, render) {
+    const status = $(`${view}-status`);
+    const body = $(`${view}-body`);
+    setStatus(status, busy, 'busy');
+    let answer;
     try {
-      overview = await (await api('/overview')).json();
+      answer = await (await api(path)).json();
     } catch (error) {
       body.replaceChildren();
       setStatus(status, error.message, 'error');
       return;
     }
     setStatus(status, '');
-    body.replaceChildren(...renderIndex(overview));
+    body.replaceChildren(...render(answer));
+  }
+
+  function showIndex() {
+    return showAnswer('index', '/overview', 'Reading the index…', renderIndex);
   }
 
   function card(label, value, note) {
@@ -810,27 +815,12 @@
 
   // ---------------------------------------------------------------------------- trial
 
-  async function showTrials() {
-    const status = $('trial-status');
-    const body = $('trial-body');
-    setStatus(status, 'Reading the trial reports…', 'busy');
-    let answer;
-    try {
-      answer = await (await api('/trials')).json();
-    } catch (error) {
-      body.replaceChildren();
-      setStatus(status, error.message, 'error');
-      return;
-    }
-    setStatus(status, '');
-    if (!answer.trials.length) {
-      body.replaceChildren(h('p', { class: 'none' },
+  function showTrials() {
+    return showAnswer('trial', '/trials', 'Reading the trial reports…', (answer) => (
+      answer.trials.length ? answer.trials.flatMap(renderTrial) : [h('p', { class: 'none' },
         'No trial report was given to this server. Run `ctxr trial PATH --out ctxr-trial` to ' +
         'measure outline against LLM contexts on a sample of your documents, then start ' +
-        '`ctxr serve --trial ctxr-trial`.'));
-      return;
-    }
-    body.replaceChildren(...answer.trials.flatMap(renderTrial));
+        '`ctxr serve --trial ctxr-trial`.')]));
   }
 
   function percent(value) {
