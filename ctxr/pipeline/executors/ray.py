@@ -31,6 +31,7 @@ from ctxr.index import components
 from ctxr.index.embed.base import Embedder, FloatMatrix
 from ctxr.pipeline.chunking import Chunker, run_chunker
 from ctxr.pipeline.executors.base import Split, split_documents
+from ctxr.pipeline.executors.local import LocalExecutor
 from ctxr.types import Document
 
 # Documents a splitter actor is handed at once: enough to amortise a round trip (~1 ms), few
@@ -172,8 +173,7 @@ class RayExecutor:
         embedder: Embedder,
     ) -> Iterator[Split]:
         if chunker is not None or not documents:
-            own, budget_for = run_chunker(settings, chunker, embedder)
-            yield from split_documents(documents, own, budget_for)
+            yield from LocalExecutor().split(documents, settings, chunker, embedder)
             return
         batches = [
             list(documents[i : i + SPLIT_BATCH_DOCUMENTS])
