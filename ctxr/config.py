@@ -474,10 +474,8 @@ class Settings(BaseSettings):
             mine = {name: v for name, v in changes.items() if GROUP_OF.get(name) == group}
             if mine:
                 update[group] = _changed(getattr(self, group), mine)
-        if top:
-            checked = type(self).model_validate({**self.model_dump(exclude=set(GROUPS)), **top})
-            update.update({name: getattr(checked, name) for name in top})
-        return self.model_copy(update=update)
+        base = _changed(self, top) if top else self
+        return base.model_copy(update=update)
 
 
 def setting_fields() -> dict[str, FieldInfo]:
