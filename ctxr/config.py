@@ -343,7 +343,16 @@ class SearchSettings(_Group):
 
 
 class RunSettings(_Group):
-    """Where a run splits and embeds: this process, or Ray actors (`ctxr.pipeline.executors`)."""
+    """How a run is carried out: where it splits and embeds (this process, or Ray actors:
+    `ctxr.pipeline.executors`), and how much of the corpus it holds at once."""
+
+    # A run loads, splits, situates and writes a window of documents at a time, so its memory
+    # does not grow with the corpus (`ctxr.pipeline.windows`).
+    window_documents: int = Field(
+        10_000,
+        ge=1,
+        description="documents a run loads, splits and situates at once (memory is one window)",
+    )
 
     # Ray joins the cluster RAY_ADDRESS names (Ray's own variable), else starts one for the run.
     executor: Literal["local", "ray"] = Field(

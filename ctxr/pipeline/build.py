@@ -1,7 +1,8 @@
 """`build_index`: files in, one Qdrant point per chunk out, incrementally and resumably.
 
-Flow: walk and load files, split and situate the documents that are new or changed, analyse
-every chunk for BM25, then embed and write in batches. The manifest is saved after each batch,
+Flow: walk and load files, a window at a time (`ctxr.pipeline.windows`); split and situate the
+window's documents that are new or changed, analyse every chunk for BM25, then embed and write
+them in batches. The manifest is saved after each batch,
 so a killed run loses at most one batch and the next run picks up where it stopped. Unchanged
 documents cost nothing; documents gone from an indexed directory are removed (pruned).
 """
@@ -10,13 +11,13 @@ from __future__ import annotations
 
 import shutil
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from ctxr.config import Settings
 from ctxr.enrich.load.walk import display_path
-from ctxr.enrich.situate.contexts import ContextPlan, resolve_context
+from ctxr.enrich.situate.contexts import ContextPlan, Situator, resolve_context
 from ctxr.errors import IndexNotFoundError
 from ctxr.index import components, integrity
 from ctxr.index.bm25.analyzer import Bm25Analyzer
@@ -28,14 +29,16 @@ from ctxr.index.run_lock import index_lock
 from ctxr.index.store import factory as store_factory
 from ctxr.index.store.base import Store
 from ctxr.pipeline import space
+from ctxr.pipeline.chunk_sizes import ChunkSizes
 from ctxr.pipeline.chunking import Chunker
 from ctxr.pipeline.collect import load_paths
 from ctxr.pipeline.executors import Executor, LocalExecutor, make_executor
-from ctxr.pipeline.prepare import prepare
+from ctxr.pipeline.prepare import incomplete_notice, prepare
 from ctxr.pipeline.prune import gone_documents, remove_documents
 from ctxr.pipeline.recipe import document_recipe
 from ctxr.pipeline.report import IndexInterrupted, IndexReport
 from ctxr.pipeline.reports import save_report
+from ctxr.pipeline.windows import UNBOUNDED, WINDOW_TEXT_CHARS, WindowedProgress, windows
 from ctxr.pipeline.write import truncation_notice, write
 from ctxr.progress import NullProgress, Progress
 from ctxr.types import Document
@@ -94,8 +97,8 @@ def refuse_missing(index_dir: Path) -> None:
         )
 
 
-# Collects the documents to (re)index, given the open manifest and store.
-Collector = Callable[[Manifest, Store, str, IndexReport, Progress], list[Document]]
+# The documents to (re)index, given the open manifest and store; read lazily, window by window.
+Collector = Callable[[Manifest, Store, str, IndexReport, Progress], Iterable[Document]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,9 +124,11 @@ def build_index(
 
     def collect(
         manifest: Manifest, store: Store, recipe: str, report: IndexReport, bar: Progress
-    ) -> list[Document]:
+    ) -> Iterator[Document]:
+        # A generator: the walk is read a window at a time, and what is gone is pruned at its
+        # end, before the last window is written (`ctxr.pipeline.windows`).
         record_roots(Path(settings.index_dir), paths, fresh=rebuild)  # what updates may read
-        todo = load_changed(paths, settings, manifest, recipe, report, bar)
+        yield from changed_documents(paths, settings, manifest, recipe, report, bar)
         if prune:
             # Gone from a given path, or passed over by this walk for any reason (emptied,
             # newly ignored, hidden, too large, a link not followed, a binary or non-document),
@@ -133,7 +138,6 @@ def build_index(
             skipped = {s.path for s in report.skipped}
             gone = gone_documents(manifest, targets, skipped)
             remove_documents(gone, manifest, store, report)
-        return todo
 
     executor = make_executor(settings.run)
     try:
@@ -254,15 +258,36 @@ def _locked_run(
             manifest, store = opened.manifest, opened.store
     try:
         recipe = document_recipe(settings, plan, chunker_name)
-        with report.timed("load"):
-            todo = collect(manifest, store, recipe, report, progress)
-        # Room for what this run writes, before it pays for a context (a full disk would kill
-        # the engine's mapped writes with SIGBUS, answers in flight lost).
-        space.check_room(index_dir, components.cache_dir(settings), todo, embedder.dim,
-                         not manifest.documents, settings.corpus.min_free_mb)  # fmt: skip
-        splits = executor.split(todo, settings, chunker, embedder)
-        prepared = prepare(todo, splits, plan, settings, analyzer, report, progress)
-        write(prepared, manifest, store, embedder, analyzer, settings, recipe, report, progress)
+        cache_dir = components.cache_dir(settings)
+        windowed = WindowedProgress(progress)
+        documents = collect(manifest, store, recipe, report, windowed)
+        situator: Situator | None = None  # made at the first window: a run with nothing new
+        # asks no server anything
+        sizes = ChunkSizes()
+        incomplete: set[str] = set()
+        first_error: str | None = None
+        one_batch = plan.kind == "llm" and settings.llm.llm_batch  # one window: `windows.py`
+        per_window = UNBOUNDED if one_batch else settings.run.window_documents
+        max_chars = UNBOUNDED if one_batch else WINDOW_TEXT_CHARS
+        for window, last in windows(documents, per_window, lambda: report.timed("load"),
+                                    max_chars):  # fmt: skip
+            windowed.last = last
+            # Room for what this window writes, before it pays for a context (a full disk
+            # would kill the engine's mapped writes with SIGBUS, answers in flight lost).
+            space.check_room(index_dir, cache_dir, window, embedder.dim,
+                             not manifest.documents, settings.corpus.min_free_mb)  # fmt: skip
+            if situator is None:
+                situator = Situator(settings.llm, settings.split.encoding, plan, index_dir,
+                                    cache_dir, windowed)  # fmt: skip
+            splits = executor.split(window, settings, chunker, embedder)
+            prepared, run = prepare(window, splits, situator, settings, analyzer, report,
+                                    windowed, sizes)  # fmt: skip
+            incomplete |= run.incomplete
+            first_error = first_error or run.first_error
+            write(prepared, manifest, store, embedder, analyzer, settings, recipe, report,
+                  windowed)  # fmt: skip
+        if incomplete:
+            report.notices.append(incomplete_notice(len(incomplete), first_error))
         if own_embedder:
             # Every chunk is embedded: free the model before the HNSW build and the read-back
             # check, or the run's peak memory is the model plus the new segment's pages.
@@ -332,15 +357,15 @@ def _verify(store: Store, manifest: Manifest, index_dir: Path, report: IndexRepo
         raise integrity.corrupt(index_dir, found.summary())
 
 
-def load_changed(
+def changed_documents(
     paths: Sequence[str | Path],
     settings: Settings,
     manifest: Manifest,
     recipe: str,
     report: IndexReport,
     progress: Progress,
-) -> list[Document]:
-    todo: list[Document] = []
+) -> Iterator[Document]:
+    """The documents under `paths` that are new or changed since the manifest, read lazily."""
     for document in load_paths(
         paths,
         settings.corpus.max_file_bytes,
@@ -352,5 +377,16 @@ def load_changed(
         if manifest.is_current(document.doc_id, document.sha256, recipe):
             report.documents_unchanged += 1
         else:
-            todo.append(document)
-    return todo
+            yield document
+
+
+def load_changed(
+    paths: Sequence[str | Path],
+    settings: Settings,
+    manifest: Manifest,
+    recipe: str,
+    report: IndexReport,
+    progress: Progress,
+) -> list[Document]:
+    """`changed_documents`, all read at once (an update's few files)."""
+    return list(changed_documents(paths, settings, manifest, recipe, report, progress))

@@ -5,11 +5,9 @@ when written, `write.py`)."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from pathlib import Path
 
 from ctxr.config import Settings
-from ctxr.enrich.situate.contexts import ContextPlan, ContextsInterrupted, situate_all
-from ctxr.index import components
+from ctxr.enrich.situate.contexts import ContextRun, ContextsInterrupted, Situator
 from ctxr.index.bm25.analyzer import Bm25Analyzer
 from ctxr.index.bm25.documents import carries_document_vector
 from ctxr.pipeline.chunk_sizes import ChunkSizes
@@ -38,32 +36,30 @@ def document_terms(document: Document, settings: Settings, analyzer: Bm25Analyze
 def prepare(
     documents: list[Document],
     splits: Iterable[tuple[Document, list[Chunk]]],
-    plan: ContextPlan,
+    situator: Situator,
     settings: Settings,
     analyzer: Bm25Analyzer,
     report: IndexReport,
     progress: Progress,
-) -> list[Prepared]:
+    sizes: ChunkSizes,
+) -> tuple[list[Prepared], ContextRun]:
+    """One window's documents, split, situated and counted; `sizes` gathers the run's chunk
+    sizes across windows."""
     progress.start(SPLIT_PHASE, len(documents))
     pairs = []
-    sizes = ChunkSizes()
     with report.timed("split"):
         for document, chunks in splits:  # the executor's, in `documents`' order
             pairs.append((document, chunks))
             sizes.add(document.kind, chunks)
             progress.advance(SPLIT_PHASE)
     report.chunk_sizes = sizes.to_json()
-    index_dir = Path(settings.index_dir)
-    cache_dir = components.cache_dir(settings)
     with report.timed("contexts"):
         try:
-            run = situate_all(
-                pairs, settings.llm, settings.split.encoding, plan, index_dir, cache_dir, progress
-            )
+            run = situator.situate(pairs)
         except ContextsInterrupted as stopped:
             report.contexts = stopped.ledger  # what was paid for, for the interrupt's summary
             raise
-    report.contexts = run.ledger
+    report.contexts = run.ledger  # the run's ledger: every window so far
     prepared: list[Prepared] = []
     with report.timed("write"):  # BM25 analysis is part of writing, done here for the mean
         for document, _ in pairs:
@@ -72,10 +68,13 @@ def prepare(
             incomplete = document.doc_id in run.incomplete
             whole = document_terms(document, settings, analyzer) if situated else 0
             prepared.append(Prepared(document, situated, counts, incomplete, whole))
-    if run.incomplete:
-        why = f" (first error: {run.first_error})" if run.first_error else ""
-        report.notices.append(
-            f"{len(run.incomplete)} documents have chunks whose LLM context failed{why}; "
-            "outline contexts used, the next run asks again for those chunks only"
-        )
-    return prepared
+    return prepared, run
+
+
+def incomplete_notice(documents: int, first_error: str | None) -> str:
+    """What the report says of documents whose chunks fell back to outline contexts."""
+    why = f" (first error: {first_error})" if first_error else ""
+    return (
+        f"{documents} documents have chunks whose LLM context failed{why}; "
+        "outline contexts used, the next run asks again for those chunks only"
+    )

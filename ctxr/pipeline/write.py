@@ -3,10 +3,12 @@
 Batches of at most `WRITE_BATCH_CHUNKS` chunks are the unit of durability, and a large document
 is cut into several: a 50k-row table used to be one batch, embedded whole before anything was
 written. A batch's points are flushed before the manifest records anything, so the manifest
-never claims more than the store holds; a document is recorded once its last batch is written.
-A killed run therefore loses at most one batch of work: the batches before it are in the
-embedding cache, so the next run re-embeds only the lost one. A changed document leaves the
-manifest before its old points are deleted, so no manifest ever counts points that are gone.
+never claims more than the store holds; a document is recorded once its last batch is written,
+and the manifest saved when due (`manifest_pace.py`: after each batch while saving is cheap).
+A killed run therefore loses no paid work: the batches the saved manifest does not count yet
+are in the embedding and response caches, so the next run writes them again from there. A
+changed document leaves the manifest before its old points are deleted, so no manifest ever
+counts points that are gone.
 
 BM25 terms are computed batch by batch, not for the whole run at once: only their counts are
 kept ahead (`Prepared.term_counts`, for the mean length), which keeps memory per chunk small.
@@ -14,6 +16,7 @@ kept ahead (`Prepared.term_counts`, for the mean length), which keeps memory per
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -31,6 +34,7 @@ from ctxr.index.embed.identifiers import dense_text, split_counter, splits
 from ctxr.index.manifest import DocumentEntry, Manifest
 from ctxr.index.payload import chunk_payload
 from ctxr.index.store.base import Store, StoredPoint
+from ctxr.pipeline.manifest_pace import PacedSaves
 from ctxr.pipeline.report import IndexReport
 from ctxr.progress import Progress
 from ctxr.types import ContextualChunk, Document
@@ -113,10 +117,18 @@ def write(
     whole = _document_lengths(prepared, kept, manifest, report)
     context = _Context(store, embedder, analyzer, components.bm25_params(settings), avg_len,
                        settings.embed.context_position == "before",
-                       settings.embed.split_identifiers, whole)  # fmt: skip
+                       settings.embed.split_identifiers, whole,
+                       PacedSaves(manifest, Path(report.index_dir)))  # fmt: skip
     progress.start(EMBED_PHASE, len(new_counts))
-    for batch in _batches(prepared, WRITE_BATCH_CHUNKS):
-        _write_batch(batch, manifest, context, recipe, report, progress)
+    try:
+        for batch in _batches(prepared, WRITE_BATCH_CHUNKS):
+            _write_batch(batch, manifest, context, recipe, report, progress)
+    except BaseException:
+        # What was flushed is recorded: keep it, and let the first error be the one said.
+        with contextlib.suppress(Exception):
+            context.saves.finish()
+        raise
+    context.saves.finish()
 
 
 def _document_lengths(
@@ -174,6 +186,7 @@ class _Context:
     context_first: bool
     split_identifiers: bool  # code's dense text reads identifiers as words (identifiers.py)
     document_avg_len: float  # mean length of whole-document BM25 vectors; 0.0: none written
+    saves: PacedSaves  # when the manifest is saved (`manifest_pace.py`)
 
 
 def _count_amplification(
@@ -291,7 +304,7 @@ def _store_batch(
         for doc_id in starting:
             old = manifest.documents.pop(doc_id, None)
             report.chunks_removed += old.chunks if old is not None else 0
-        manifest.save(Path(report.index_dir))
+        ctx.saves.save_now()
     ctx.store.delete_documents(starting)
     ctx.store.upsert(points)
     now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
@@ -309,6 +322,6 @@ def _store_batch(
             document_terms=item.document_terms,
         )
     ctx.store.flush()
-    manifest.save(Path(report.index_dir))  # after the flush: the manifest never runs ahead
+    ctx.saves.recorded()  # after the flush: the manifest never runs ahead of the store
     report.documents_indexed += len(finished)
     report.chunks_written += len(points)

@@ -1,9 +1,10 @@
 """Giving every chunk its context: the bridge from the (sync) indexer to the situating queue.
 
 `resolve_context` decides what a run writes (an LLM's contexts when a provider is configured or
-asked for, else outline contexts); `situate_all` produces them, running the async queue with one
-`asyncio.run`; `fit_context` trims a context at a sentence boundary, never the chunk, so that
-context plus chunk fits the embedder's input.
+asked for, else outline contexts); a `Situator` produces them a window of documents at a time,
+running the async queue with one `asyncio.run` a window (`situate_all`: a single window);
+`fit_context` trims a context at a sentence boundary, never the chunk, so that context plus
+chunk fits the embedder's input.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from ctxr.enrich.situate.queue import situate_documents
 from ctxr.enrich.situate.response_cache import ResponseCache
 from ctxr.enrich.situate.results import SituateResult
 from ctxr.errors import ConfigError
+from ctxr.llm.error_map import safe_url
 from ctxr.llm.local import LOCAL_TIMEOUT_SECONDS, is_local_url
 from ctxr.llm.pricing import load_prices
 from ctxr.llm.ratelimit import RateLimits
@@ -106,104 +108,138 @@ def situate_all(
     cache_dir: Path,
     progress: Progress,
 ) -> ContextRun:
-    if plan.kind != "llm":
-        kind: ContextKind = plan.kind
-        return ContextRun({d.doc_id: situate(d, chunks, kind) for d, chunks in pairs})
-    assert plan.provider is not None and plan.model is not None
-    base_url = configured_base_url(plan.provider)
-    local = is_local_url(base_url)
-    llm = make_llm(
-        plan.provider,
-        plan.model,
-        timeout=llm_timeout(llm_settings, base_url),
-        max_output_tokens=llm_settings.llm_max_output_tokens,
-    )
-    said = _server_limits(plan.provider, plan.model, base_url, llm_settings, progress)
-    fit = None
-    if said is not None and said.context_tokens is not None:
-        fit = Fit(said.context_tokens, said.output_tokens)
-    concurrency = llm_settings.llm_concurrency
-    if said is not None and said.slots and "llm_concurrency" not in llm_settings.model_fields_set:
-        # More requests than slots only queue at the server, their deadlines running.
-        concurrency = said.slots
-    prices = load_prices(llm_settings.prices_file)
-    if local and plan.model not in prices:
-        # A server of the user's own bills nothing: one line, not the price table; the same
-        # $0 entry the estimate prices with.
-        prices = prices.with_free(plan.model, plan.provider)
-        progress.note(
-            f"priced at $0: {plan.model} is served locally ({llm_url(llm)}); "
-            "CTXR_PRICES_FILE gives it a price"
-        )
-    cost: Callable[..., float] | None = None
-    try:
-        prices.get(plan.model)
-        cost = functools.partial(prices.cost, plan.model, batch=llm_settings.llm_batch)
-    except ConfigError as exc:
-        progress.note(f"dollars are not counted: {exc}")
-    ledger = Ledger(ledger_path(index_dir), cost=cost)
-    limits = RateLimits(
-        requests_per_minute=llm_settings.llm_requests_per_minute,
-        input_tokens_per_minute=llm_settings.llm_input_tokens_per_minute,
-        output_tokens_per_minute=llm_settings.llm_output_tokens_per_minute,
-        cache_reads_count=cache_reads_count(plan.provider),
-        # Rate-limit headers saying nothing is left until later pause every sender at most
-        # this long; a request refused after that with a longer retry-after ends the run's
-        # sending (sender.py).
-        max_pause_seconds=llm_settings.llm_max_retry_wait,
-    )
+    """Contexts for `pairs` in one go (a run of one window: `Situator`)."""
+    return Situator(llm_settings, encoding, plan, index_dir, cache_dir, progress).situate(pairs)
 
-    batch = None
-    if llm_settings.llm_batch:
-        poll = llm_settings.llm_batch_poll_seconds
-        batch = BatchOptions(journal_dir=index_dir / JOURNAL_DIR, poll_seconds=poll)
 
-    # The planner's options, as the estimate takes them: it prices the plan this run sends.
-    options = PlanOptions.from_settings(llm_settings, encoding, fit)
+class Situator:
+    """One run's way of situating chunks, set up once and used for each window of documents.
 
-    async def run(cache: ResponseCache) -> dict[str, SituateResult]:
-        try:
-            return await situate_documents(
-                [(d, chunks) for d, chunks in pairs],
-                llm,
-                ledger=ledger,
-                prompt_version=options.prompt_version,
-                count_tokens=options.count_tokens,
-                cache=cache,
-                limits=limits,
-                concurrency=concurrency,
-                progress=progress,
-                max_document_tokens=options.max_document_tokens,
-                render_document=options.render_document,
-                group_size=options.group_size,
-                context_tokens=options.context_tokens,
-                batch=batch,
-                cache_ttl=options.cache_ttl,
-                pack_tokens=options.pack_tokens,
-                max_retry_wait=llm_settings.llm_max_retry_wait,
-                fit=options.fit,
+    A run that streams its corpus (`ctxr.pipeline.build`) situates a window at a time; what
+    belongs to the run is made here once: the server's limits (asked and said once), the
+    prices, the rate limits, and one ledger, whose totals then cover the whole run."""
+
+    def __init__(
+        self,
+        llm_settings: LLMSettings,
+        encoding: str,
+        plan: ContextPlan,
+        index_dir: Path,
+        cache_dir: Path,
+        progress: Progress,
+    ) -> None:
+        self.plan = plan
+        self.cache_dir = cache_dir
+        self.progress = progress
+        self.llm_settings = llm_settings
+        if plan.kind != "llm":
+            return
+        assert plan.provider is not None and plan.model is not None
+        self.base_url = configured_base_url(plan.provider)
+        said = _server_limits(plan.provider, plan.model, self.base_url, llm_settings, progress)
+        fit = None
+        if said is not None and said.context_tokens is not None:
+            fit = Fit(said.context_tokens, said.output_tokens)
+        self.concurrency = llm_settings.llm_concurrency
+        if (
+            said is not None
+            and said.slots
+            and "llm_concurrency" not in llm_settings.model_fields_set
+        ):
+            # More requests than slots only queue at the server, their deadlines running.
+            self.concurrency = said.slots
+        prices = load_prices(llm_settings.prices_file)
+        if is_local_url(self.base_url) and plan.model not in prices:
+            # A server of the user's own bills nothing: one line, not the price table; the
+            # same $0 entry the estimate prices with.
+            prices = prices.with_free(plan.model, plan.provider)
+            progress.note(
+                f"priced at $0: {plan.model} is served locally ({safe_url(self.base_url)}); "
+                "CTXR_PRICES_FILE gives it a price"
             )
-        finally:
-            await llm.aclose()
+        cost: Callable[..., float] | None = None
+        try:
+            prices.get(plan.model)
+            cost = functools.partial(prices.cost, plan.model, batch=llm_settings.llm_batch)
+        except ConfigError as exc:
+            progress.note(f"dollars are not counted: {exc}")
+        self.ledger = Ledger(ledger_path(index_dir), cost=cost)
+        self.limits = RateLimits(
+            requests_per_minute=llm_settings.llm_requests_per_minute,
+            input_tokens_per_minute=llm_settings.llm_input_tokens_per_minute,
+            output_tokens_per_minute=llm_settings.llm_output_tokens_per_minute,
+            cache_reads_count=cache_reads_count(plan.provider),
+            # Rate-limit headers saying nothing is left until later pause every sender at
+            # most this long; a request refused after that with a longer retry-after ends the
+            # run's sending (sender.py).
+            max_pause_seconds=llm_settings.llm_max_retry_wait,
+        )
+        self.batch = None
+        if llm_settings.llm_batch:
+            poll = llm_settings.llm_batch_poll_seconds
+            self.batch = BatchOptions(journal_dir=index_dir / JOURNAL_DIR, poll_seconds=poll)
+        # The planner's options, as the estimate takes them: it prices the plan this run sends.
+        self.options = PlanOptions.from_settings(llm_settings, encoding, fit)
 
-    try:
-        with ResponseCache(cache_dir / "contexts") as cache:
-            results = asyncio.run(run(cache))
-    except KeyboardInterrupt:
-        # Every answer so far is in the response cache; say what was paid for, then stop.
-        raise ContextsInterrupted(ledger.summary()) from None
-    situated: dict[str, list[ContextualChunk]] = {}
-    incomplete: set[str] = set()
-    for document, chunks in pairs:
-        situated[document.doc_id] = [results[c.chunk_id].contextual(c) for c in chunks]
-        # A failed request or an answer that was no context: either way not answered, so the
-        # document is recorded as incomplete and the next run asks again for those chunks.
-        if any(results[c.chunk_id].flagged for c in chunks):
-            incomplete.add(document.doc_id)
-    first_error = ledger.failures[0][1] if ledger.failures else None
-    if first_error is None and ledger.flag_details:
-        first_error = f"the answer was no context: {ledger.flag_details[0]}"
-    return ContextRun(situated, incomplete, ledger.summary(), first_error)
+    def situate(self, pairs: Sequence[tuple[Document, list[Chunk]]]) -> ContextRun:
+        """Contexts for one window's chunks; the ledger's summary covers every window so far."""
+        plan = self.plan
+        if plan.kind != "llm":
+            kind: ContextKind = plan.kind
+            return ContextRun({d.doc_id: situate(d, chunks, kind) for d, chunks in pairs})
+        assert plan.provider is not None and plan.model is not None
+        settings, options, ledger = self.llm_settings, self.options, self.ledger
+        # A client a window: its connections belong to the event loop `asyncio.run` makes.
+        llm = make_llm(
+            plan.provider,
+            plan.model,
+            timeout=llm_timeout(settings, self.base_url),
+            max_output_tokens=settings.llm_max_output_tokens,
+        )
+
+        async def run(cache: ResponseCache) -> dict[str, SituateResult]:
+            try:
+                return await situate_documents(
+                    [(d, chunks) for d, chunks in pairs],
+                    llm,
+                    ledger=ledger,
+                    prompt_version=options.prompt_version,
+                    count_tokens=options.count_tokens,
+                    cache=cache,
+                    limits=self.limits,
+                    concurrency=self.concurrency,
+                    progress=self.progress,
+                    max_document_tokens=options.max_document_tokens,
+                    render_document=options.render_document,
+                    group_size=options.group_size,
+                    context_tokens=options.context_tokens,
+                    batch=self.batch,
+                    cache_ttl=options.cache_ttl,
+                    pack_tokens=options.pack_tokens,
+                    max_retry_wait=settings.llm_max_retry_wait,
+                    fit=options.fit,
+                )
+            finally:
+                await llm.aclose()
+
+        try:
+            with ResponseCache(self.cache_dir / "contexts") as cache:
+                results = asyncio.run(run(cache))
+        except KeyboardInterrupt:
+            # Every answer so far is in the response cache; say what was paid for, then stop.
+            raise ContextsInterrupted(ledger.summary()) from None
+        situated: dict[str, list[ContextualChunk]] = {}
+        incomplete: set[str] = set()
+        for document, chunks in pairs:
+            situated[document.doc_id] = [results[c.chunk_id].contextual(c) for c in chunks]
+            # A failed request or an answer that was no context: either way not answered, so
+            # the document is recorded as incomplete and the next run asks again for those.
+            if any(results[c.chunk_id].flagged for c in chunks):
+                incomplete.add(document.doc_id)
+        first_error = ledger.failures[0][1] if ledger.failures else None
+        if first_error is None and ledger.flag_details:
+            first_error = f"the answer was no context: {ledger.flag_details[0]}"
+        return ContextRun(situated, incomplete, ledger.summary(), first_error)
 
 
 def llm_timeout(llm_settings: LLMSettings, base_url: str | None) -> float:
@@ -212,11 +248,6 @@ def llm_timeout(llm_settings: LLMSettings, base_url: str | None) -> float:
     if is_local_url(base_url) and "llm_timeout" not in llm_settings.model_fields_set:
         return LOCAL_TIMEOUT_SECONDS
     return llm_settings.llm_timeout
-
-
-def llm_url(llm: object) -> str:
-    url = getattr(llm, "base_url", None)
-    return url if isinstance(url, str) else "a local server"
 
 
 def _server_limits(

@@ -180,8 +180,10 @@ class Ledger:
     ) -> None:
         self.provider, self.model, self.prompt_version = provider, model, prompt_version
         self.server = server
-        self.started_at = datetime.now(UTC).isoformat(timespec="seconds")
-        self._t0, self._t1 = self._clock(), None
+        if self._t0 is None:  # a run situating several windows begins once: its clock runs on
+            self.started_at = datetime.now(UTC).isoformat(timespec="seconds")
+            self._t0 = self._clock()
+        self._t1 = None
         # Until `finish` says otherwise: a snapshot written mid-run, the last one a killed run
         # leaves behind, reads as interrupted.
         self.interrupted = True
