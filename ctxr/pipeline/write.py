@@ -4,7 +4,8 @@ Batches of at most `WRITE_BATCH_CHUNKS` chunks are the unit of durability, and a
 is cut into several: a 50k-row table used to be one batch, embedded whole before anything was
 written. A batch's points are flushed before the manifest records anything, so the manifest
 never claims more than the store holds; a document is recorded once its last batch is written,
-and the manifest saved when due (`manifest_pace.py`: after each batch while saving is cheap).
+and the store flushed and the manifest saved when due (`manifest_pace.py`: after each batch
+while that is cheap).
 A killed run therefore loses no paid work: the batches the saved manifest does not count yet
 are in the embedding and response caches, so the next run writes them again from there. A
 changed document leaves the manifest before its old points are deleted, so no manifest ever
@@ -118,7 +119,7 @@ def write(
     context = _Context(store, embedder, analyzer, components.bm25_params(settings), avg_len,
                        settings.embed.context_position == "before",
                        settings.embed.split_identifiers, whole,
-                       PacedSaves(manifest, Path(report.index_dir)))  # fmt: skip
+                       PacedSaves(manifest, Path(report.index_dir), store.flush))  # fmt: skip
     progress.start(EMBED_PHASE, len(new_counts))
     try:
         for batch in _batches(prepared, WRITE_BATCH_CHUNKS):
@@ -321,7 +322,6 @@ def _store_batch(
             indexed_at=now,
             document_terms=item.document_terms,
         )
-    ctx.store.flush()
-    ctx.saves.recorded()  # after the flush: the manifest never runs ahead of the store
+    ctx.saves.recorded()  # flushes first when it saves: the manifest never runs ahead
     report.documents_indexed += len(finished)
     report.chunks_written += len(points)

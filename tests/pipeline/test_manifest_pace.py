@@ -33,6 +33,16 @@ class LargeManifest(Manifest):
         self.clock.now += 1.0
 
 
+class Flushes:
+    """Counts the store flushes a save makes first."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def flush(self) -> None:
+        self.count += 1
+
+
 def _entry(n: int) -> DocumentEntry:
     return DocumentEntry(f"d{n}.md", "0" * 64, "r", 1, 10, "outline", "2026-12-06T00:00:00Z")
 
@@ -45,9 +55,10 @@ def _saved(index_dir: Path) -> set[str]:
 
 def test_a_save_waits_while_the_last_one_is_recent_against_its_cost(tmp_path: Path) -> None:
     clock = SteppedClock()
+    flushes = Flushes()
     manifest = LargeManifest(settings=SETTINGS)
     manifest.clock = clock
-    saves = PacedSaves(manifest, tmp_path, clock=clock)
+    saves = PacedSaves(manifest, tmp_path, flushes.flush, clock=clock)
     manifest.documents["d0"] = _entry(0)
     saves.recorded()  # the first save is due: none was made yet
     assert _saved(tmp_path) == {"d0"}
@@ -64,14 +75,17 @@ def test_a_save_waits_while_the_last_one_is_recent_against_its_cost(tmp_path: Pa
     assert _saved(tmp_path) == {"d0", "d1", "d2"}
     saves.finish()  # the run's end saves what is left
     assert _saved(tmp_path) == {"d0", "d1", "d2", "d3"} and not saves.pending
+    assert flushes.count == 3  # one flush before each save, none for a skipped one
 
 
 def test_save_now_saves_whatever_the_pace(tmp_path: Path) -> None:
     clock = SteppedClock()
+    flushes = Flushes()
     manifest = Manifest(settings=SETTINGS)
-    saves = PacedSaves(manifest, tmp_path, clock=clock)
+    saves = PacedSaves(manifest, tmp_path, flushes.flush, clock=clock)
     for n in range(3):
         manifest.documents[f"d{n}"] = _entry(n)
         saves.save_now()  # a removal is saved before the points go
         assert _saved(tmp_path) == {f"d{i}" for i in range(n + 1)}
     saves.finish()  # nothing pending: no save
+    assert flushes.count == 3
