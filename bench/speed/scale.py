@@ -21,7 +21,8 @@ One run measures, over one corpus of `--chunks` chunks (default 1,000,000):
    share (``optimize``), chunks per second, disk bytes per chunk (``du`` of the index directory
    over its points; the embedding cache lives inside it and is shown apart), and the build's
    peak RSS (``VmHWM`` of the child that built, `bench.common.measure.run_child`; it holds the
-   tokenizer but never loads the ONNX model, about 100 MiB more in a real run).
+   tokenizer but never loads the ONNX model, which a real run holds while it embeds: about
+   250 MiB more, see docs/explanation/benchmarks.md).
 2. Open. ``ctxr serve`` as a user starts it (a child process, a free loopback port, access log
    on, to a file): seconds from its start to the first answered ``POST /search``, which
    includes loading the model and embedding that first query.
