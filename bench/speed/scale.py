@@ -103,6 +103,7 @@ STATE = "state.json"
 FILTER_PART = 3
 K = 10
 START_SECONDS = 600.0  # opening a large index on a loaded machine
+STOP_SECONDS = 900.0  # a clean close seals the shard: sizes and checksums of its files
 _NOT_INHERITED = ("CTXR_", "ANTHROPIC_", "OPENAI_")
 _SERVER_TIMING = re.compile(r"search;dur=([0-9.]+)")
 _BUILD = "import sys; from bench.speed.scale import build_child; build_child(*sys.argv[1:])"
@@ -329,7 +330,7 @@ def run(args: argparse.Namespace, work: Path, clients: list[int]) -> int:
         server_peak = peak_mib_of(server.pid)
     finally:
         server.terminate()
-        server.wait(timeout=120)
+        server.wait(timeout=STOP_SECONDS)
 
     state["rounds"] += 1
     edited = markdown_corpus.edit(corpus, args.update_share, state["rounds"])
