@@ -302,6 +302,11 @@ class SearchSettings(_Group):
     candidates: int = Field(
         50, ge=1, le=10_000, description="top-N per retriever fused (DBSF normalises over them)"
     )
+    # Vectors of repeated queries are kept in memory by the search service
+    # (`ctxr.retrieve.query_cache`): 4096 of MiniLM's are 6 MiB.
+    query_cache_size: int = Field(
+        4096, ge=0, le=1_000_000, description="query vectors kept for repeated searches; 0 = off"
+    )
     doc_ranking: DocRanking = Field(
         "best",
         description="hybrid: document BM25 lands on the document's best chunk, its first, or off",

@@ -24,6 +24,14 @@ Peak memory
     between two samples. Why not ``tracemalloc``: it sees Python's allocator only, not
     onnxruntime's, numpy's or Qdrant's. Without ``/proc`` (not Linux) the figures are NaN.
 
+    A process that is not this one (a server started as a child and still running) is read
+    from outside by `peak_mib_of`: the same kernel figure, ``VmHWM`` in ``/proc/PID/status``,
+    not a sample.
+
+Disk
+    `disk_bytes` is what a directory takes on disk, as ``du`` counts it: allocated blocks, not
+    apparent sizes (Qdrant preallocates sparse memory-mapped files).
+
 Load
     `load_line` is the line every benchmark prints before and after it measures: the 1, 5 and
     15 minute load averages (``os.getloadavg``) beside the cores this process may use, since
@@ -51,6 +59,7 @@ import sys
 import time
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TypeVar
 
 from bench.common.checkout import child_env
@@ -145,9 +154,9 @@ def time_each(
 # --- peak memory ------------------------------------------------------------------------------
 
 
-def _status_mib(field: str) -> float:
+def _status_mib(field: str, pid: int | str = "self") -> float:
     try:
-        with open("/proc/self/status", encoding="ascii") as status:
+        with open(f"/proc/{pid}/status", encoding="ascii") as status:
             for line in status:
                 if line.startswith(field):
                     return int(line.split()[1]) / MIB
@@ -160,6 +169,12 @@ def peak_mib() -> float:
     """This process's peak resident memory (``VmHWM``) in MiB, since it started; see the
     module's docstring for why this and not ``ru_maxrss``."""
     return _status_mib("VmHWM:")
+
+
+def peak_mib_of(pid: int) -> float:
+    """Process `pid`'s peak resident memory (``VmHWM``) in MiB, read while it runs; NaN when
+    it is gone (or without ``/proc``)."""
+    return _status_mib("VmHWM:", pid)
 
 
 def rss_mib() -> float:
@@ -222,6 +237,15 @@ def cold_start(code: str) -> float | None:
     with Span() as span:
         done = subprocess.run([sys.executable, "-c", code], capture_output=True, env=child_env())
     return span.seconds if done.returncode == 0 else None
+
+
+# --- disk -------------------------------------------------------------------------------------
+
+
+def disk_bytes(path: Path) -> int:
+    """Bytes allocated on disk under `path` (like ``du``): Qdrant preallocates sparse mmap
+    files, whose apparent size overstates what they take."""
+    return sum(f.stat().st_blocks * 512 for f in path.rglob("*") if f.is_file())
 
 
 # --- load and machine -------------------------------------------------------------------------

@@ -34,7 +34,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.common.measure import Span, Timing, load_line, machine, peak_mib, say, time_each
+from bench.common.measure import (
+    Span,
+    Timing,
+    disk_bytes,
+    load_line,
+    machine,
+    peak_mib,
+    say,
+    time_each,
+)
 from bench.common.measure import parser as cli
 from bench.common.synthetic import (
     CHUNKS_PER_DOC,
@@ -166,11 +175,6 @@ def overlap(a: list[list[str]], b: list[list[str]]) -> float:
     return statistics.fmean(shares)
 
 
-def dir_size(path: Path) -> int:
-    """Bytes allocated on disk (like `du`); Qdrant preallocates sparse mmap files."""
-    return sum(f.stat().st_blocks * 512 for f in path.rglob("*") if f.is_file())
-
-
 def apparent_size(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
@@ -255,7 +259,7 @@ def run(args: argparse.Namespace, index_dir: Path) -> int:
         f"({stats.points / stats.upsert_s:,.0f} points/s through EdgeStore.upsert; "
         f"BM25 weighting + point building {stats.weight_s:.1f} s)"
     )
-    size_plain = dir_size(index_dir)
+    size_plain = disk_bytes(index_dir)
     say(
         f"index size on disk: {size_plain / 2**20:,.0f} MiB allocated "
         f"({apparent_size(index_dir) / 2**20:,.0f} MiB apparent)"
@@ -280,7 +284,7 @@ def run(args: argparse.Namespace, index_dir: Path) -> int:
             optimize_s = span.seconds
         finally:
             store.close()
-        size_opt = dir_size(index_dir)
+        size_opt = disk_bytes(index_dir)
         say(
             f"optimize() took {optimize_s:.1f} s (returned {changed}); "
             f"index size now {size_opt / 2**20:,.0f} MiB"

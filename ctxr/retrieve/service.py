@@ -8,8 +8,10 @@ documents by their whole text, landed on chunks (`ctxr.retrieve.documents`).
 Payload filters (`ctxr.index.filters`) go into the retrievers' queries, so
 they narrow the candidates rather than the results; `merge=True` joins adjacent hits of one
 document into passages (`ctxr.retrieve.passages`) and `expand=True` replaces hits of a
-parent-child index by their parent sections (`ctxr.retrieve.expand`). The CLI, the Python API
-and the HTTP API are thin layers over this class.
+parent-child index by their parent sections (`ctxr.retrieve.expand`). A query searched again
+reads its dense vector from an in-memory cache (`ctxr.retrieve.query_cache`,
+`CTXR_QUERY_CACHE_SIZE`) instead of embedding it again. The CLI, the Python API and the HTTP
+API are thin layers over this class.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from ctxr.retrieve.expand import expand_parents
 from ctxr.retrieve.fusion import DOCUMENT_RANKING, FusionParams
 from ctxr.retrieve.highlight import Matches, matches
 from ctxr.retrieve.passages import merge_adjacent
+from ctxr.retrieve.query_cache import QueryVectorCache
 from ctxr.retrieve.records import chunk_record, fuse_records, parent_spans, spaces_after
 from ctxr.retrieve.rerank import base as reranking
 from ctxr.retrieve.rerank import registry as rerank_registry
@@ -64,6 +67,7 @@ class SearchService:
             raise
         self._rerankers: dict[str, reranking.Reranker] = {}
         search = settings.search
+        self._query_vectors = QueryVectorCache(search.query_cache_size)
         self._fusion = FusionParams(
             search.rrf_k, search.weighted_k, search.fusion_weights, search.doc_bm25_weight
         )
@@ -187,7 +191,8 @@ class SearchService:
         vectors = None
         if mode in ("hybrid", "dense") and queries:
             assert self._embedder is not None
-            vectors = self._embedder.embed([dense_text(q, self._split_queries) for q in queries])
+            texts = [dense_text(q, self._split_queries) for q in queries]
+            vectors = self._query_vectors.embed(self._embedder, texts)  # repeats cost nothing
         results: list[dict[str, list[ScoredRecord]]] = []
         for i, query in enumerate(queries):
             rankings: dict[str, list[ScoredRecord]] = {}
