@@ -354,7 +354,7 @@ class RunSettings(_Group):
     # A run loads, splits, situates and writes a window of documents at a time, so its memory
     # does not grow with the corpus (`ctxr.pipeline.windows`).
     window_documents: int = Field(
-        10_000,
+        1_000,
         ge=1,
         description="documents a run loads, splits and situates at once (memory is one window)",
     )
