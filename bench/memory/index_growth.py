@@ -8,7 +8,9 @@ and at ``--factor`` times that. Each build runs `build_index` in its own process
 settings, a fresh index and embedding cache. Embedding is `bench.common.pool_embedder`'s (real
 MiniLM vectors plus noise, chosen by a hash of the text) so that what grows or not is ctxr's own
 memory, not the model's work; the real model is loaded too, for its tokenizer, as a real run
-loads it. Printed: chunks, seconds, chunks/s, peak RSS (``VmHWM``) of each build, the ratios,
+loads it. Printed: chunks, seconds, chunks/s, peak RSS (``VmHWM``) of each build, and the peaks
+of its anonymous and file-backed parts apart (sampled every 0.2 s: the shard's vectors are
+memory-mapped files, pages the kernel can take back; anonymous memory it cannot), the ratios,
 and the load average.
 
 Usage::
@@ -22,6 +24,7 @@ import json
 import os
 import sys
 import tempfile
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -43,16 +46,40 @@ def build_child(corpus: str, work: str, pool: str, window: str) -> None:
     from ctxr.index import components
     from ctxr.pipeline.build import build_index
 
-    extra = {"window_documents": int(window)} if int(window) > 0 else {}
-    settings = load_settings(index_dir=Path(work) / "index", cache_dir=Path(work) / "cache",
-                             **extra)  # fmt: skip
+    settings = load_settings(
+        index_dir=Path(work) / "index",
+        cache_dir=Path(work) / "cache",
+        window_documents=int(window) or None,  # None: the default
+    )
     model = components.make_embedder(settings)  # its tokenizer sizes the chunks
     embedder = PoolEmbedder(np.load(pool), model, SEED)
+    peaks = {"RssAnon": 0.0, "RssFile": 0.0}
+    done = threading.Event()
+
+    def sample() -> None:  # VmHWM is both kinds together; the kernel reclaims only file pages
+        while not done.wait(0.2):
+            for key in peaks:
+                peaks[key] = max(peaks[key], status_mib(key))
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
     try:
         report = build_index([corpus], settings, embedder=components.with_cache(embedder, settings))
     finally:
+        done.set()
+        sampler.join()
         embedder.close()
-    print(json.dumps(report.to_json()))
+    print(json.dumps({**report.to_json(), "peak_anon_mib": peaks["RssAnon"],
+                      "peak_file_mib": peaks["RssFile"]}))  # fmt: skip
+
+
+def status_mib(key: str) -> float:
+    """A ``/proc/self/status`` figure (kB there) in MiB."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) / 1024
+    return 0.0
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -80,19 +107,25 @@ def main(argv: Sequence[str] | None = None) -> None:
                             str(args.window), env=env)  # fmt: skip
             report = json.loads(run.stdout.strip().splitlines()[-1])
             chunks = report["chunks_written"]
-            rows.append((size, chunks, run.seconds, run.peak_mib))
+            anon, file = report["peak_anon_mib"], report["peak_file_mib"]
+            rows.append((size, chunks, run.seconds, run.peak_mib, anon, file))
             say(f"{chunks:,} chunks: {run.seconds:.1f} s, {chunks / run.seconds:.0f} chunks/s, "
-                f"peak RSS {run.peak_mib:,.0f} MiB; stages " + ", ".join(
+                f"peak RSS {run.peak_mib:,.0f} MiB (anonymous {anon:,.0f}, file-backed "
+                f"{file:,.0f}, each at its own peak); stages " + ", ".join(
                     f"{k} {v:.1f}" for k, v in report["stage_seconds"].items()))  # fmt: skip
-    (_, small, small_s, small_mib), (_, large, large_s, large_mib) = rows
+    (_, small, small_s, small_mib, small_anon, small_file) = rows[0]
+    (_, large, large_s, large_mib, large_anon, large_file) = rows[1]
     say()
-    say("| corpus | chunks | seconds | chunks/s | peak RSS MiB |")
-    say("|---|---|---|---|---|")
-    for label, (_, chunks, seconds, mib) in zip(("1x", f"{args.factor}x"), rows, strict=True):
-        say(f"| {label} | {chunks:,} | {seconds:.1f} | {chunks / seconds:.0f} | {mib:,.0f} |")
+    say("| corpus | chunks | seconds | chunks/s | peak RSS MiB | peak anonymous | peak file |")
+    say("|---|---|---|---|---|---|---|")
+    for label, row in zip(("1x", f"{args.factor}x"), rows, strict=True):
+        _, chunks, seconds, mib, anon, file = row
+        say(f"| {label} | {chunks:,} | {seconds:.1f} | {chunks / seconds:.0f} | {mib:,.0f} | "
+            f"{anon:,.0f} | {file:,.0f} |")  # fmt: skip
     per_small, per_large = small_s / small, large_s / large
     say(f"| ratio {args.factor}x / 1x | {large / small:.2f} | {large_s / small_s:.2f} | "
-        f"time a chunk {per_large / per_small:.2f} | {large_mib / small_mib:.2f} |")  # fmt: skip
+        f"time a chunk {per_large / per_small:.2f} | {large_mib / small_mib:.2f} | "
+        f"{large_anon / small_anon:.2f} | {large_file / small_file:.2f} |")  # fmt: skip
     say(load_line("at end"))
     sys.stdout.flush()
 
