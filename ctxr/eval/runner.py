@@ -222,6 +222,17 @@ def run_eval(
     result.notes.append(NOTE_OUTLINE)
     if kind == "anthropic-codebase":
         result.notes.append(NOTE_NO_TITLES)
+    if dataset.missing_judged:
+        result.notes.append(
+            f"{len(dataset.missing_judged)} judged documents are not in the corpus "
+            f"(e.g. {dataset.missing_judged[0]}); they count as never found, as in BEIR"
+        )
+    own = sum(1 for q in queries if q.ignore)
+    if own:
+        result.notes.append(
+            f"{own} queries are themselves corpus documents; a hit on a query's own document "
+            "is dropped (BEIR's ignore_identical_ids)"
+        )
     temporary = index_dir is None
     root = Path(tempfile.mkdtemp(prefix="ctxr-eval-")) if index_dir is None else index_dir
     cache = eval_cache_dir(base)
