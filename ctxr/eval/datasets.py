@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxr.config import load_settings
-from ctxr.enrich.load.documents import kind_of
+from ctxr.enrich.load.documents import CODE_LANGUAGES, kind_of
 from ctxr.errors import DatasetError
 
 _FIX_ANTHROPIC = (
@@ -269,7 +269,7 @@ def _load_qrels(path: Path) -> dict[str, dict[str, int]]:
     return qrels
 
 
-def load_beir(path: Path, split: str = "test") -> EvalDataset:
+def load_beir(path: Path, split: str = "test", language: str | None = None) -> EvalDataset:
     """Load a BEIR set: every corpus document, and the queries judged in ``qrels/<split>.tsv``.
 
     A judged query absent from the files raises ``DatasetError``, and so do judged documents
@@ -277,7 +277,13 @@ def load_beir(path: Path, split: str = "test") -> EvalDataset:
     from different releases). Fewer stay in the judgments, unfindable, as pytrec_eval counts
     them (ArguAna), and are listed in ``missing_judged``: dropping them would inflate every
     metric. A query whose id and text are a corpus document's ignores that document.
+
+    `language`: the corpus holds source code of that language (CoSQA: Python functions), to
+    be indexed as ctxr indexes such files; BEIR's files do not say so themselves.
     """
+    known = sorted(set(CODE_LANGUAGES.values()))
+    if language is not None and language not in known:
+        raise DatasetError(f"unknown code language {language!r}; choose one of {', '.join(known)}")
     if not path.is_dir():
         raise DatasetError(f"{path}: directory not found; {_FIX_BEIR}")
     corpus_path = _find(path, "corpus.jsonl", _FIX_BEIR)
@@ -291,7 +297,7 @@ def load_beir(path: Path, split: str = "test") -> EvalDataset:
         doc_id = _field(obj, "_id", str, where)
         title = obj.get("title") or ""
         text = _field(obj, "text", str, where)
-        documents.append(EvalDocument(doc_id=doc_id, title=str(title), text=text))
+        documents.append(EvalDocument(doc_id, str(title), text, language=language))
     texts = {d.doc_id: d.text for d in documents}
 
     queries: list[EvalQuery] = []

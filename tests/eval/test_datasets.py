@@ -264,6 +264,7 @@ def test_default_data_dir_from_dotenv(monkeypatch: pytest.MonkeyPatch, tmp_path:
     monkeypatch.chdir(tmp_path)
     assert default_data_dir() == tmp_path / "data"
 
+
 @pytest.mark.parametrize(
     ("name", "split", "docs", "queries", "judgments", "own", "missing"),
     [
@@ -286,3 +287,16 @@ def test_real_beir_sets(
     assert sum(len(q.qrels) for q in ds.queries) == judgments
     assert sum(1 for q in ds.queries if q.ignore == {q.query_id}) == own
     assert len(ds.missing_judged) == missing
+
+
+def test_beir_corpus_of_code_is_indexed_as_code(tmp_path: Path) -> None:
+    # CoSQA's corpus is Python functions; BEIR's files cannot say so, the caller does.
+    from ctxr.eval.runner import to_documents
+
+    _write_beir(tmp_path / "code", False, "query-id\tcorpus-id\tscore\n1\td1\t1\n")
+    prose = to_documents(load_beir(tmp_path / "code"), "beir")
+    code = to_documents(load_beir(tmp_path / "code", language="python"), "beir")
+    assert {(d.kind, d.language) for d in prose} == {("text", None)}
+    assert {(d.kind, d.language) for d in code} == {("code", "python")}
+    with pytest.raises(DatasetError, match=r"unknown code language 'cobol'; choose one of"):
+        load_beir(tmp_path / "code", language="cobol")
