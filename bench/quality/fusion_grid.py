@@ -17,7 +17,7 @@ cross-validated figure (ArguAna, which has no train split; the code set).
     python -m bench.quality.fusion_grid --set beir --data ../shared/data/nfcorpus \\
         --split dev --index /tmp/q-evalidx/nfcorpus-ours200-none-bm25-1.2-0.75-doc1024
 
-Figures: docs/explanation/evaluation.md ("Fusion by the query's shape").
+Figures: docs/explanation/evaluation.md ("Fusion constants across the sets").
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ Rankings = dict[str, list[ScoredRecord]]
 class Variant:
     """DBSF weights: BM25 chunks `bm25`, whole documents `doc`; a query of more than `long`
     words gives BM25 (chunks and documents) `long_scale` of its weight; a query naming an
-    identifier (snake_case, camelCase, dotted, a call) gives it `ident_scale`."""
+    identifier (`IDENTIFIER`) gives it `ident_scale`."""
 
     bm25: float = 1.0
     doc: float = 0.5
@@ -75,7 +75,9 @@ class Variant:
 
 
 WORD = re.compile(r"\w+")
-IDENTIFIER = re.compile(r"\b\w+_\w+|\b[a-z]+[A-Z]\w*|\b[A-Z][a-z]+[A-Z]\w*|\w\.\w|\w\(\)")
+# snake_case, camelCase, PascalCase with an inner capital, a call, or anything in backticks
+# (a dotted name is left out: "e.g.", "U.S." and "3.5" are dotted too).
+IDENTIFIER = re.compile(r"`[^`]+`|\b\w+_\w+|\b[a-z]+[A-Z]\w*|\b[A-Z][a-z]+[A-Z]\w*|\w\(")
 
 
 def fuse(rankings: Rankings, weights: Mapping[str, float], k: int, window: int) -> list[str]:
@@ -123,7 +125,8 @@ def per_query(
     mapper = judged_ranks(dataset, "beir" if kind == "beir" else "anthropic-codebase", "ours", {})
     scores = []
     for i, (query, ranked) in enumerate(zip(dataset.queries, rankings, strict=True)):
-        weights = variant.weights(query.text)
+        # Only the rankings the query has (the code set has no document ranking).
+        weights = {n: w for n, w in variant.weights(query.text).items() if n in ranked}
         memo = (dataset.name, i, tuple(sorted(weights.items())), variant.window)
         if memo in _MEMO:
             scores.append(_MEMO[memo])
@@ -149,19 +152,20 @@ def _hit(record: ScoredRecord, rank: int = 0) -> Hit:
     return hit_from_fused(rank, Fused(record.point_id, record.score), record.payload)
 
 
+def _set(variant: Variant, axis: str, value: float) -> Variant:
+    fields: dict[str, float | int] = {axis: int(value) if axis in ("long", "window") else value}
+    return replace(variant, **fields)  # type: ignore[arg-type]  # axes are named on the CLI
+
+
 def grid(spec: str) -> list[Variant]:
     """``bm25=0.8,1;doc=0.25,0.5;long=40;long_scale=0.5,1`` -> every combination."""
     axes: dict[str, list[float]] = {}
     for part in spec.split(";"):
-        name, values = part.split("=")
-        axes[name.strip()] = [float(v) for v in values.split(",")]
+        axis, numbers = part.split("=")
+        axes[axis.strip()] = [float(x) for x in numbers.split(",")]
     variants = [Variant()]
-    for name, values in axes.items():
-        variants = [
-            replace(v, **{name: int(x) if name in ("long", "window") else x})
-            for v in variants
-            for x in values
-        ]
+    for axis, values in axes.items():
+        variants = [_set(v, axis, x) for v in variants for x in values]
     return list(dict.fromkeys([Variant(), *variants]))
 
 
