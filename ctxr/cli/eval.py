@@ -72,10 +72,16 @@ def resolve_dataset(dataset: str, data: Path | None) -> tuple[DatasetKind, Path]
 @click.option("--limit-queries", type=int, default=None, help="only the first N queries")
 @click.option(
     "--split",
-    type=click.Choice(["test", "train"]),
+    type=click.Choice(["test", "dev", "train"]),
     default="test",
     show_default=True,
-    help="BEIR: the judged queries to score (tune on train, report test)",
+    help="BEIR: the judged queries to score, qrels/SPLIT.tsv (tune on train or dev, report test)",
+)
+@click.option(
+    "--language",
+    default=None,
+    help="BEIR: the corpus is source code in this language (e.g. python for CoSQA), indexed "
+    "as ctxr indexes such files",
 )
 @click.option("--json", "as_json", is_flag=True, help="print the results as JSON")
 @click.option("--markdown", "as_markdown", is_flag=True, help="print a Markdown table")
@@ -94,6 +100,7 @@ def eval_command(
     index_dir: Path | None,
     limit_queries: int | None,
     split: str,
+    language: str | None,
     as_json: bool,
     as_markdown: bool,
     plot: Path | None,
@@ -118,7 +125,7 @@ def eval_command(
         kwargs: dict[str, Any] = {
             "chunks": chunk_source, "rows": rows, "ks": k_values, "index_dir": index_dir,
             "limit_queries": limit_queries, "candidates": candidates, "progress": bar,
-            "split": split,
+            "split": split, "language": language,
         }  # fmt: skip
         if isinstance(bar, RichProgress):
             with bar:

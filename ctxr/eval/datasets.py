@@ -7,8 +7,12 @@ Two kinds of set are supported, because they test different things:
   its character offsets, derived here by checking that the chunks join back to the document.
   Golden chunks are matched by (document original_uuid, chunk original_index), encoded as
   the ``chunk_key`` "uuid#index", never by text: 737 chunks hold only 723 distinct texts.
-- BEIR sets (SciFact) judge whole documents, so the indexer chunks them itself; ``chunks``
-  is empty and the title is kept apart from the abstract for the indexer to combine.
+- BEIR sets (SciFact, NFCorpus, ArguAna, CoSQA) judge whole documents, so the indexer chunks
+  them itself; ``chunks`` is empty and the title is kept apart from the text for the indexer
+  to combine. Two quirks of the official releases are handled as BEIR handles them: a query
+  that is itself a corpus document (ArguAna: same id, same text) must not find itself
+  (``EvalQuery.ignore``, BEIR's ``ignore_identical_ids``), and a few judged documents absent
+  from the corpus stay in the judgments, unfindable, as pytrec_eval counts them.
 
 Data is read where it lies (``default_data_dir``), never copied into the project. Every
 problem raises ``DatasetError`` naming the file (and line) and saying what to do.
@@ -24,13 +28,16 @@ from pathlib import Path
 from typing import Any
 
 from ctxr.config import load_settings
-from ctxr.enrich.load.documents import kind_of
+from ctxr.enrich.load.documents import CODE_LANGUAGES, kind_of
 from ctxr.errors import DatasetError
 
 _FIX_ANTHROPIC = (
     "copy codebase_chunks.json and evaluation_set.jsonl from claude-cookbooks "
     "(skills/contextual-embeddings/data/) into that directory"
 )
+#: The share of judgments that may name documents absent from the corpus before the files are
+#: taken for mismatched releases: ArguAna's official release lacks 5 of its 1,406 (0.4%).
+MISSING_JUDGED_LIMIT = 0.01
 _FIX_BEIR = (
     "download the BEIR data set and unpack it there (corpus.jsonl[.gz], queries.jsonl[.gz], "
     "qrels/<split>.tsv)"
@@ -44,6 +51,9 @@ class EvalQuery:
     query_id: str
     text: str
     qrels: Mapping[str, int]
+    # Document ids that must not count as hits: the query's own document, when the corpus
+    # holds the query itself (BEIR's ignore_identical_ids; ArguAna).
+    ignore: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -74,6 +84,8 @@ class EvalDataset:
     name: str
     documents: tuple[EvalDocument, ...]
     queries: tuple[EvalQuery, ...]
+    # Judged document ids that the corpus lacks (kept in the qrels: they count as missed).
+    missing_judged: tuple[str, ...] = ()
 
     def qrels(self) -> dict[str, Mapping[str, int]]:
         """Query id -> judgments, the shape ``metrics.evaluate_run`` takes."""
@@ -257,12 +269,21 @@ def _load_qrels(path: Path) -> dict[str, dict[str, int]]:
     return qrels
 
 
-def load_beir(path: Path, split: str = "test") -> EvalDataset:
+def load_beir(path: Path, split: str = "test", language: str | None = None) -> EvalDataset:
     """Load a BEIR set: every corpus document, and the queries judged in ``qrels/<split>.tsv``.
 
-    Judgments naming a document or query absent from the files raise ``DatasetError``: a
-    silently dropped relevant document would inflate every metric.
+    A judged query absent from the files raises ``DatasetError``, and so do judged documents
+    absent from the corpus beyond ``MISSING_JUDGED_LIMIT`` of the judgments (the files come
+    from different releases). Fewer stay in the judgments, unfindable, as pytrec_eval counts
+    them (ArguAna), and are listed in ``missing_judged``: dropping them would inflate every
+    metric. A query whose id and text are a corpus document's ignores that document.
+
+    `language`: the corpus holds source code of that language (CoSQA: Python functions), to
+    be indexed as ctxr indexes such files; BEIR's files do not say so themselves.
     """
+    known = sorted(set(CODE_LANGUAGES.values()))
+    if language is not None and language not in known:
+        raise DatasetError(f"unknown code language {language!r}; choose one of {', '.join(known)}")
     if not path.is_dir():
         raise DatasetError(f"{path}: directory not found; {_FIX_BEIR}")
     corpus_path = _find(path, "corpus.jsonl", _FIX_BEIR)
@@ -276,14 +297,23 @@ def load_beir(path: Path, split: str = "test") -> EvalDataset:
         doc_id = _field(obj, "_id", str, where)
         title = obj.get("title") or ""
         text = _field(obj, "text", str, where)
-        documents.append(EvalDocument(doc_id=doc_id, title=str(title), text=text))
+        documents.append(EvalDocument(doc_id, str(title), text, language=language))
+    texts = {d.doc_id: d.text for d in documents}
 
     queries: list[EvalQuery] = []
     for lineno, obj in _jsonl(queries_path):
         query_id = _field(obj, "_id", str, f"{queries_path}:{lineno}")
         if query_id in qrels:
             text = _field(obj, "text", str, f"{queries_path}:{lineno}")
-            queries.append(EvalQuery(query_id=query_id, text=text, qrels=qrels[query_id]))
+            # Same id and same text: the query is that document (ArguAna), not a number that
+            # happens to be both a query id and a document id (SciFact).
+            own = texts.get(query_id)
+            ignore = (
+                frozenset({query_id})
+                if own is not None and own.strip() == text.strip()
+                else frozenset()
+            )
+            queries.append(EvalQuery(query_id, text, qrels[query_id], ignore))
 
     missing_q = qrels.keys() - {q.query_id for q in queries}
     if missing_q:
@@ -291,11 +321,17 @@ def load_beir(path: Path, split: str = "test") -> EvalDataset:
             f"{qrels_path}: {len(missing_q)} judged queries (e.g. {min(missing_q)!r}) are not in "
             f"{queries_path.name}; the files come from different releases, download them again"
         )
-    doc_ids = {d.doc_id for d in documents}
-    missing_d = {d for judged in qrels.values() for d in judged} - doc_ids
-    if missing_d:
+    pairs = [d for judged in qrels.values() for d in judged]
+    missing_d = {d for d in pairs if d not in texts}
+    absent = sum(d in missing_d for d in pairs)
+    if missing_d and absent > MISSING_JUDGED_LIMIT * len(pairs):
         raise DatasetError(
             f"{qrels_path}: {len(missing_d)} judged documents (e.g. {min(missing_d)!r}) are not "
             f"in {corpus_path.name}; the files come from different releases, download them again"
         )
-    return EvalDataset(name=path.name, documents=tuple(documents), queries=tuple(queries))
+    return EvalDataset(
+        name=path.name,
+        documents=tuple(documents),
+        queries=tuple(queries),
+        missing_judged=tuple(sorted(missing_d)),
+    )

@@ -13,11 +13,13 @@
   hits become a ranking of distinct documents, each at its best chunk (``document_ranks``).
   BEIR scores a run of document -> score, one entry per document, so a second chunk of a
   document takes no place in the ranking (docs/explanation/evaluation.md has the measured effect).
+  A query's ignored documents (its own, when the corpus holds it: ArguAna) take no place
+  either, as BEIR's ``ignore_identical_ids`` drops them from the run.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 
 from ctxr.eval import metrics
 from ctxr.eval.datasets import EvalDataset
@@ -49,9 +51,11 @@ def span_ranks(wanted: Iterable[JudgedSpan], hits: Sequence[Hit]) -> dict[str, i
     return found
 
 
-def document_ranks(hits: Sequence[Hit]) -> dict[str, int]:
-    """Each document's rank among the distinct documents of `hits`, in best-chunk order."""
-    return metrics.first_ranks(list(dict.fromkeys(h.doc_id for h in hits)))
+def document_ranks(hits: Sequence[Hit], ignore: Collection[str] = ()) -> dict[str, int]:
+    """Each document's rank among the distinct documents of `hits`, in best-chunk order,
+    leaving out the documents of `ignore` (the ranks below them move up)."""
+    ordered = dict.fromkeys(h.doc_id for h in hits if h.doc_id not in ignore)
+    return metrics.first_ranks(list(ordered))
 
 
 def judged_ranks(
@@ -60,6 +64,7 @@ def judged_ranks(
     """A function from one query's hits to judged id -> first rank found."""
     spans = {c.chunk_key: (c.doc_id, c.start, c.end) for d in dataset.documents for c in d.chunks}
     qrels = dataset.qrels()
+    ignored = {q.query_id: q.ignore for q in dataset.queries}
 
     def given(query_id: str, hits: list[Hit]) -> dict[str, int]:
         return metrics.first_ranks([keys.get(h.chunk_id, h.chunk_id) for h in hits])
@@ -68,7 +73,7 @@ def judged_ranks(
         return span_ranks(((key, *spans[key]) for key in qrels[query_id]), hits)
 
     def beir(query_id: str, hits: list[Hit]) -> dict[str, int]:
-        return document_ranks(hits)
+        return document_ranks(hits, ignored.get(query_id, ()))
 
     if kind == "beir":
         return beir

@@ -82,12 +82,14 @@ class EvalResult:
     notes: list[str] = field(default_factory=list)
 
 
-def load_dataset(kind: DatasetKind, data_dir: Path, split: str = "test") -> EvalDataset:
+def load_dataset(
+    kind: DatasetKind, data_dir: Path, split: str = "test", language: str | None = None
+) -> EvalDataset:
     """The data set; `split` picks a BEIR set's judged queries (`qrels/<split>.tsv`: tune
-    constants on "train", report "test")."""
+    constants on "train" or "dev", report "test"); `language` says a BEIR corpus is code."""
     if kind == "anthropic-codebase":
         return load_anthropic_codebase(data_dir)
-    return load_beir(data_dir, split)
+    return load_beir(data_dir, split, language)
 
 
 def to_documents(dataset: EvalDataset, kind: DatasetKind) -> list[Document]:
@@ -95,7 +97,8 @@ def to_documents(dataset: EvalDataset, kind: DatasetKind) -> list[Document]:
     context names the source, and a long synthetic path would only add noise to it."""
     docs: list[Document] = []
     for d in dataset.documents:
-        doc_kind: DocumentKind = "text" if kind == "beir" else "code"
+        # A BEIR corpus is prose unless it is said to be code (CoSQA's functions).
+        doc_kind: DocumentKind = "text" if kind == "beir" and d.language is None else "code"
         if kind == "beir":
             text = f"{d.title}\n\n{d.text}" if d.title else d.text
             source = f"{dataset.name}/{d.doc_id}"
@@ -197,6 +200,7 @@ def run_eval(
     settings: Settings | None = None,
     progress: Progress | None = None,
     split: str = "test",
+    language: str | None = None,
 ) -> EvalResult:
     """Index ``data_dir``'s data set and score every ablation row; see the module docstring."""
     progress = progress or NullProgress()
@@ -205,7 +209,7 @@ def run_eval(
     ks = sorted(set(ks))
     if kind == "beir" and chunks == "given":
         chunks = "ours"  # BEIR judges documents and ships no chunks
-    dataset = load_dataset(kind, data_dir, split)
+    dataset = load_dataset(kind, data_dir, split, language)
     queries = list(dataset.queries[:limit_queries] if limit_queries else dataset.queries)
     qrels = {q.query_id: q.qrels for q in queries}
     documents = to_documents(dataset, kind)
@@ -222,6 +226,19 @@ def run_eval(
     result.notes.append(NOTE_OUTLINE)
     if kind == "anthropic-codebase":
         result.notes.append(NOTE_NO_TITLES)
+    if dataset.missing_judged:
+        result.notes.append(
+            f"{len(dataset.missing_judged)} judged documents are not in the corpus "
+            f"(e.g. {dataset.missing_judged[0]}); they count as never found, as in BEIR"
+        )
+    if language:
+        result.notes.append(f"documents indexed as {language} source code, as files of it are")
+    own = sum(1 for q in queries if q.ignore)
+    if own:
+        result.notes.append(
+            f"{own} queries are themselves corpus documents; a hit on a query's own document "
+            "is dropped (BEIR's ignore_identical_ids)"
+        )
     temporary = index_dir is None
     root = Path(tempfile.mkdtemp(prefix="ctxr-eval-")) if index_dir is None else index_dir
     cache = eval_cache_dir(base)
@@ -233,6 +250,7 @@ def run_eval(
             size = f"{base.split.chunk_tokens}" if chunks == "ours" else ""
             bm25 = f"bm25-{base.store.bm25_k1:g}-{base.store.bm25_b:g}"
             name = f"{dataset.name}-{chunks}{size}-{context}-{bm25}"
+            name += f"-{language}" if language else ""
             name += f"-doc{base.store.doc_bm25_tokens}" if base.store.doc_bm25_tokens else ""
             settings_c = base.replace(index_dir=root / name, context=context, cache_dir=cache)
             progress.note(f"indexing {dataset.name} ({chunks} chunks, context {context})")

@@ -172,6 +172,45 @@ def test_beir_judgment_of_unknown_document(tmp_path: Path) -> None:
         load_beir(tmp_path / "b")
 
 
+def test_beir_query_that_is_a_corpus_document_ignores_it(tmp_path: Path) -> None:
+    # ArguAna: the query is a corpus document (same id, same text). SciFact: a query id that
+    # is also a document id by chance, with other text, ignores nothing.
+    folder = tmp_path / "args"
+    (folder / "qrels").mkdir(parents=True)
+    corpus = [
+        {"_id": "a1", "title": "topic", "text": "Cats are better pets."},
+        {"_id": "a2", "title": "topic", "text": "Dogs are better pets."},
+        {"_id": "7", "title": "", "text": "A document numbered seven."},
+    ]
+    _write_jsonl(folder / "corpus.jsonl", corpus, gz=True)
+    queries = [{"_id": "a1", "text": "Cats are better pets. "}, {"_id": "7", "text": "seven"}]
+    _write_jsonl(folder / "queries.jsonl", queries)
+    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\na1\ta2\t1\n7\t7\t1\n")
+    ds = load_beir(folder)
+    assert {q.query_id: q.ignore for q in ds.queries} == {"a1": frozenset({"a1"}), "7": frozenset()}
+
+
+def test_beir_few_judged_documents_missing_stay_judged(tmp_path: Path) -> None:
+    # ArguAna's release lacks 5 of its 1,406 judged documents: they stay in the judgments (a
+    # relevant document never found), and the set says which. Beyond 1% the files mismatch.
+    folder = tmp_path / "few"
+    (folder / "qrels").mkdir(parents=True)
+    corpus = [{"_id": f"d{i}", "text": f"document {i}"} for i in range(200)]
+    _write_jsonl(folder / "corpus.jsonl", corpus)
+    queries = [{"_id": f"q{i}", "text": f"query {i}"} for i in range(200)]
+    _write_jsonl(folder / "queries.jsonl", queries)
+    rows = [f"q{i}\td{i}\t1" for i in range(199)] + ["q199\tgone\t1"]
+    (folder / "qrels" / "test.tsv").write_text("\n".join(["query-id\tcorpus-id\tscore", *rows]))
+    ds = load_beir(folder)
+    assert ds.missing_judged == ("gone",)
+    assert ds.qrels()["q199"] == {"gone": 1}
+    (folder / "qrels" / "test.tsv").write_text(
+        "\n".join(["query-id\tcorpus-id\tscore", *rows[:9], "q9\tgone2\t1"])
+    )
+    with pytest.raises(DatasetError, match=r"'gone2'\) are not in corpus\.jsonl"):
+        load_beir(folder)
+
+
 # --- default_data_dir -------------------------------------------------------------------------
 
 
@@ -224,3 +263,40 @@ def test_default_data_dir_from_dotenv(monkeypatch: pytest.MonkeyPatch, tmp_path:
     (tmp_path / ".env").write_text(f"CTXR_DATA_DIR={tmp_path / 'data'}\n")
     monkeypatch.chdir(tmp_path)
     assert default_data_dir() == tmp_path / "data"
+
+
+@pytest.mark.parametrize(
+    ("name", "split", "docs", "queries", "judgments", "own", "missing"),
+    [
+        ("nfcorpus", "test", 3633, 323, 12334, 0, 0),
+        ("arguana", "test", 8674, 1406, 1406, 1298, 5),
+        ("cosqa", "dev", 6267, 500, 500, 0, 0),
+    ],
+)
+def test_real_beir_sets(
+    name: str, split: str, docs: int, queries: int, judgments: int, own: int, missing: int
+) -> None:
+    # The counts the releases publish (shared/data/*/SOURCE.md): NFCorpus's graded judgments,
+    # ArguAna's queries that are corpus documents and its 5 absent judged documents, CoSQA's
+    # uncompressed corpus and its queries of two splits in one file.
+    folder = _real_data_dir() / name
+    if not folder.is_dir():
+        pytest.skip(f"{name} not present")
+    ds = load_beir(folder, split)
+    assert (len(ds.documents), len(ds.queries)) == (docs, queries)
+    assert sum(len(q.qrels) for q in ds.queries) == judgments
+    assert sum(1 for q in ds.queries if q.ignore == {q.query_id}) == own
+    assert len(ds.missing_judged) == missing
+
+
+def test_beir_corpus_of_code_is_indexed_as_code(tmp_path: Path) -> None:
+    # CoSQA's corpus is Python functions; BEIR's files cannot say so, the caller does.
+    from ctxr.eval.runner import to_documents
+
+    _write_beir(tmp_path / "code", False, "query-id\tcorpus-id\tscore\n1\td1\t1\n")
+    prose = to_documents(load_beir(tmp_path / "code"), "beir")
+    code = to_documents(load_beir(tmp_path / "code", language="python"), "beir")
+    assert {(d.kind, d.language) for d in prose} == {("text", None)}
+    assert {(d.kind, d.language) for d in code} == {("code", "python")}
+    with pytest.raises(DatasetError, match=r"unknown code language 'cobol'; choose one of"):
+        load_beir(tmp_path / "code", language="cobol")

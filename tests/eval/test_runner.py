@@ -274,3 +274,12 @@ def test_beir_ranks_distinct_documents_at_their_best_chunk() -> None:
     assert document_ranks(hits) == {"d1": 1, "d2": 2, "d3": 3}
     scores = metrics.score_ranks(document_ranks(hits), {"d3": 1}, (2, 3))
     assert scores["recall@2"] == 0.0 and scores["recall@3"] == 1.0
+
+
+def test_beir_drops_a_query_own_document_and_moves_the_rest_up() -> None:
+    # BEIR's ignore_identical_ids: ArguAna's query finds itself first; that hit is no hit.
+    def hit(rank: int, doc_id: str) -> Hit:
+        return Hit(rank, f"{doc_id}#{rank}", doc_id, doc_id, 0, 1, (), "text", "", 1 / rank)
+
+    hits = [hit(1, "q1"), hit(2, "d2"), hit(3, "q1"), hit(4, "d3")]
+    assert document_ranks(hits, {"q1"}) == {"d2": 1, "d3": 2}

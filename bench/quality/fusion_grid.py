@@ -1,0 +1,230 @@
+"""Fusion constants across judged sets: the weights DBSF gives BM25 and the whole-document
+ranking, fixed or chosen from the query's shape, scored without re-embedding anything.
+
+Each query's rankings are retrieved once from an index `ctxr eval` built (dense, chunk BM25
+and, on prose, the whole-document BM25, at the eval's depth) and kept in ``--work``; every
+variant then fuses them offline with ctxr's own code (`ctxr.retrieve.fusion`,
+`ctxr.retrieve.documents`: what `SearchService.search` runs, weights aside) and scores them as
+`ctxr eval` does: BEIR sets by distinct documents (a query's own document ignored), the code
+set by the span-overlap rule of ``--chunks ours``. The default variant must reproduce
+`ctxr eval`'s figure; the script says so when it does not.
+
+Constants are chosen on a tuning split and reported on test; ``--folds`` adds a
+cross-validated figure (ArguAna, which has no train split; the code set).
+
+    ctxr eval beir --data ../shared/data/nfcorpus --split dev --index-dir /tmp/q-evalidx \\
+        --modes hybrid:none
+    python -m bench.quality.fusion_grid --set beir --data ../shared/data/nfcorpus \\
+        --split dev --index /tmp/q-evalidx/nfcorpus-ours200-none-bm25-1.2-0.75-doc1024
+
+Figures: docs/explanation/evaluation.md ("Fusion constants across the sets").
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+import random
+import re
+import statistics
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from bench.common.measure import load_line, say
+from bench.common.measure import parser as cli
+from ctxr.config import load_settings
+from ctxr.eval import metrics
+from ctxr.eval.datasets import EvalDataset
+from ctxr.eval.judging import document_ranks, judged_ranks
+from ctxr.eval.runner import eval_cache_dir, load_dataset
+from ctxr.index import components
+from ctxr.index.store.base import ScoredRecord
+from ctxr.retrieve.documents import land_documents
+from ctxr.retrieve.fusion import DOCUMENT_RANKING, Fused, distribution_based_score_fusion
+from ctxr.retrieve.records import hit_from_fused
+from ctxr.retrieve.service import SearchService
+from ctxr.types import Hit
+
+Rankings = dict[str, list[ScoredRecord]]
+
+
+@dataclass(frozen=True)
+class Variant:
+    """DBSF weights: BM25 chunks `bm25`, whole documents `doc`; a query of more than `long`
+    words gives BM25 (chunks and documents) `long_scale` of its weight; a query naming an
+    identifier (`IDENTIFIER`) gives it `ident_scale`."""
+
+    bm25: float = 1.0
+    doc: float = 0.5
+    long: int = 64
+    long_scale: float = 1.0
+    ident_scale: float = 1.0
+    window: int = 50  # the search's candidates: DBSF's statistics, and a shallow search's depth
+
+    def name(self) -> str:
+        tail = f" long>{self.long}x{self.long_scale:g}" if self.long_scale != 1.0 else ""
+        tail += f" ident x{self.ident_scale:g}" if self.ident_scale != 1.0 else ""
+        tail += f" cand {self.window}" if self.window != 50 else ""
+        return f"bm25 {self.bm25:g} doc {self.doc:g}{tail}"
+
+    def weights(self, query: str) -> dict[str, float]:
+        scale = self.long_scale if len(WORD.findall(query)) > self.long else 1.0
+        scale *= self.ident_scale if IDENTIFIER.search(query) else 1.0
+        return {"dense": 1.0, "bm25": self.bm25 * scale, DOCUMENT_RANKING: self.doc * scale}
+
+
+WORD = re.compile(r"\w+")
+# snake_case, camelCase, PascalCase with an inner capital, a call, or anything in backticks
+# (a dotted name is left out: "e.g.", "U.S." and "3.5" are dotted too).
+IDENTIFIER = re.compile(r"`[^`]+`|\b\w+_\w+|\b[a-z]+[A-Z]\w*|\b[A-Z][a-z]+[A-Z]\w*|\w\(")
+
+
+def fuse(rankings: Rankings, weights: Mapping[str, float], k: int, window: int) -> list[str]:
+    """`fuse_records`' order (DBSF, documents landed on their best chunk) with any weights."""
+    records = {r.point_id: r for ranking in rankings.values() for r in ranking}
+    keyed = {n: [(r.point_id, r.score) for r in rs] for n, rs in rankings.items()
+             if n != DOCUMENT_RANKING}  # fmt: skip
+    chunk_weights = {n: weights[n] for n in keyed}
+    if DOCUMENT_RANKING in rankings:
+        found = [(r.point_id, r.payload["doc_id"], r.score) for r in rankings[DOCUMENT_RANKING]]
+        chunks = distribution_based_score_fusion(keyed, chunk_weights, window)
+        order = [(item.key, records[item.key].payload["doc_id"]) for item in chunks]
+        keyed[DOCUMENT_RANKING] = land_documents(found, order, "best")
+    fused = distribution_based_score_fusion(keyed, {n: weights[n] for n in keyed}, window)
+    return [item.key for item in fused[:k]]
+
+
+def retrieved(
+    work: Path, index: Path, dataset: EvalDataset, split: str, depth: int, context: str
+) -> list[Rankings]:
+    """Each query's rankings, from ``work`` when an earlier run kept them."""
+    path = work / f"{index.name}-{split}-{depth}.pickle"
+    if path.is_file():
+        with path.open("rb") as fh:
+            kept: list[Rankings] = pickle.load(fh)
+        return kept
+    settings = load_settings(
+        index_dir=index, context=context, cache_dir=eval_cache_dir(load_settings())
+    )
+    embedder = components.make_embedder(settings, cached=True)
+    with SearchService(settings, embedder=embedder) as service:
+        got = service.retrieve([q.text for q in dataset.queries], "hybrid", depth)
+    work.mkdir(parents=True, exist_ok=True)
+    with path.open("wb") as fh:
+        pickle.dump(got, fh)
+    return got
+
+
+def per_query(
+    kind: str, dataset: EvalDataset, rankings: Sequence[Rankings], variant: Variant,
+    k: int, ks: Sequence[int], metric: Callable[[dict[str, float]], float],
+) -> list[float]:  # fmt: skip
+    """The metric of every query under `variant`; a query whose weights and window some
+    variant already fused is not fused again (`_MEMO`)."""
+    mapper = judged_ranks(dataset, "beir" if kind == "beir" else "anthropic-codebase", "ours", {})
+    scores = []
+    for i, (query, ranked) in enumerate(zip(dataset.queries, rankings, strict=True)):
+        # Only the rankings the query has (the code set has no document ranking).
+        weights = {n: w for n, w in variant.weights(query.text).items() if n in ranked}
+        memo = (dataset.name, i, tuple(sorted(weights.items())), variant.window)
+        if memo in _MEMO:
+            scores.append(_MEMO[memo])
+            continue
+        records = {r.point_id: r for rs in ranked.values() for r in rs}
+        if k <= variant.window:  # a search for k <= candidates fetches the candidates only
+            ranked = {n: rs[: variant.window] for n, rs in ranked.items()}
+        order = fuse(ranked, weights, k, variant.window)
+        if kind == "beir":
+            found = document_ranks([_hit(records[c]) for c in order], query.ignore)
+        else:
+            found = mapper(query.query_id, [_hit(records[c], rank) for rank, c in
+                                            enumerate(order, start=1)])  # fmt: skip
+        scores.append(metric(metrics.score_ranks(found, query.qrels, ks)))
+        _MEMO[memo] = scores[-1]
+    return scores
+
+
+_MEMO: dict[tuple[object, ...], float] = {}
+
+
+def _hit(record: ScoredRecord, rank: int = 0) -> Hit:
+    return hit_from_fused(rank, Fused(record.point_id, record.score), record.payload)
+
+
+def _set(variant: Variant, axis: str, value: float) -> Variant:
+    fields: dict[str, float | int] = {axis: int(value) if axis in ("long", "window") else value}
+    return replace(variant, **fields)  # type: ignore[arg-type]  # axes are named on the CLI
+
+
+def grid(spec: str) -> list[Variant]:
+    """``bm25=0.8,1;doc=0.25,0.5;long=40;long_scale=0.5,1`` -> every combination."""
+    axes: dict[str, list[float]] = {}
+    for part in spec.split(";"):
+        axis, numbers = part.split("=")
+        axes[axis.strip()] = [float(x) for x in numbers.split(",")]
+    variants = [Variant()]
+    for axis, values in axes.items():
+        variants = [_set(v, axis, x) for v in variants for x in values]
+    return list(dict.fromkeys([Variant(), *variants]))
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = cli(__doc__)
+    parser.add_argument("--set", choices=("beir", "code"), required=True)
+    parser.add_argument("--data", type=Path, required=True)
+    parser.add_argument("--split", default="test")
+    parser.add_argument("--index", type=Path, required=True, help="an index `ctxr eval` built")
+    parser.add_argument("--grid", default="bm25=0.8,1,1.25;doc=0.25,0.5,1")
+    parser.add_argument("--context", default="none", help="the index's context (code: outline)")
+    parser.add_argument("--folds", type=int, default=0, help="cross-validate over N folds")
+    parser.add_argument("--work", type=Path, default=Path("/tmp/q-evalidx/rankings"))
+    parser.add_argument("--json", type=Path, help="write every variant's per-query scores here")
+    args = parser.parse_args(argv)
+    kind = args.set
+    dataset = load_dataset(
+        "beir" if kind == "beir" else "anthropic-codebase", args.data, args.split
+    )
+    # The eval's depth: BEIR 100 documents x 3 chunks; the code set's 20 hits, fetched at the
+    # candidates (max(candidates, k)), so kept to 100 for candidates up to 100.
+    depth, k, ks = (300, 300, (10, 100)) if kind == "beir" else (100, 20, (5, 10, 20))
+    if kind == "beir":
+
+        def metric(s: dict[str, float]) -> float:
+            return s["ndcg@10"]
+    else:
+
+        def metric(s: dict[str, float]) -> float:
+            return (s["pass@5"] + s["pass@10"] + s["pass@20"]) / 3
+
+    say(load_line(f"at start; {dataset.name} {args.split}, {len(dataset.queries)} queries"))
+    rankings = retrieved(args.work, args.index, dataset, args.split, depth, args.context)
+    table = {v: per_query(kind, dataset, rankings, v, k, ks, metric) for v in grid(args.grid)}
+    base = statistics.fmean(table[Variant()])
+    print(f"| variant | {dataset.name} {args.split} | vs default | better / worse |")
+    print("|---|---|---|---|")
+    for v, scores in sorted(table.items(), key=lambda kv: -statistics.fmean(kv[1])):
+        up = sum(a > b for a, b in zip(scores, table[Variant()], strict=True))
+        down = sum(a < b for a, b in zip(scores, table[Variant()], strict=True))
+        mean = statistics.fmean(scores)
+        print(f"| {v.name()} | {mean:.4f} | {mean - base:+.4f} | {up} / {down} |")
+    if args.folds:
+        order = list(range(len(dataset.queries)))
+        random.Random(0).shuffle(order)
+        held: list[float] = []
+        picks = []
+        for f in range(args.folds):
+            test = set(order[f :: args.folds])
+            pick = max(table, key=lambda v: statistics.fmean(
+                s for i, s in enumerate(table[v]) if i not in test))  # fmt: skip
+            picks.append(pick.name())
+            held += [s for i, s in enumerate(table[pick]) if i in test]
+        print(f"{args.folds}-fold picks: {picks}; held out {statistics.fmean(held):.4f} "
+              f"(default {base:.4f})")  # fmt: skip
+    if args.json:
+        args.json.write_text(json.dumps({v.name(): s for v, s in table.items()}))
+    say(load_line("at end"))
+
+
+if __name__ == "__main__":
+    main()
