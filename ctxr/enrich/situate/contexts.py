@@ -2,9 +2,8 @@
 
 `resolve_context` decides what a run writes (an LLM's contexts when a provider is configured or
 asked for, else outline contexts); a `Situator` produces them a window of documents at a time,
-running the async queue with one `asyncio.run` a window (`situate_all`: a single window);
-`fit_context` trims a context at a sentence boundary, never the chunk, so that context plus
-chunk fits the embedder's input.
+running the async queue with one `asyncio.run` a window; `fit_context` trims a context at a
+sentence boundary, never the chunk, so that context plus chunk fits the embedder's input.
 """
 
 from __future__ import annotations
@@ -97,19 +96,6 @@ def resolve_context(llm_settings: LLMSettings, env: Mapping[str, str] | None = N
         return ContextPlan("outline")
     model = llm_settings.llm_model or DEFAULT_MODELS[provider]
     return ContextPlan("llm", provider, model, llm_settings.llm_group_size)
-
-
-def situate_all(
-    pairs: Sequence[tuple[Document, list[Chunk]]],
-    llm_settings: LLMSettings,
-    encoding: str,
-    plan: ContextPlan,
-    index_dir: Path,
-    cache_dir: Path,
-    progress: Progress,
-) -> ContextRun:
-    """Contexts for `pairs` in one go (a run of one window: `Situator`)."""
-    return Situator(llm_settings, encoding, plan, index_dir, cache_dir, progress).situate(pairs)
 
 
 class Situator:
