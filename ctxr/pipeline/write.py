@@ -5,11 +5,10 @@ is cut into several: a 50k-row table used to be one batch, embedded whole before
 written. A batch's points are flushed before the manifest records anything, so the manifest
 never claims more than the store holds; a document is recorded once its last batch is written,
 and the store flushed and the manifest saved when due (`manifest_pace.py`: after each batch
-while that is cheap).
-A killed run therefore loses no paid work: the batches the saved manifest does not count yet
-are in the embedding and response caches, so the next run writes them again from there. A
-changed document leaves the manifest before its old points are deleted, so no manifest ever
-counts points that are gone.
+while that is cheap). A killed run therefore loses no paid work: the batches the saved manifest
+does not count yet are in the embedding and response caches, so the next run writes them again
+from there. A changed document leaves the manifest before its old points are deleted (one save
+a window), so no manifest ever counts points that are gone.
 
 BM25 terms are computed batch by batch, not for the whole run at once: only their counts are
 kept ahead (`Prepared.term_counts`, for the mean length), which keeps memory per chunk small.
@@ -121,6 +120,15 @@ def write(
                        settings.embed.split_identifiers, whole,
                        PacedSaves(manifest, Path(report.index_dir), store.flush))  # fmt: skip
     progress.start(EMBED_PHASE, len(new_counts))
+    # The changed documents leave the manifest, saved once, before any of their old points go
+    # (they may now have fewer chunks): a run killed after that leaves points the manifest does
+    # not count, never the reverse, and the next run clears them. Once a window, not once a
+    # batch: at 100k documents a save takes seconds.
+    changed = [doc_id for doc_id in replaced if doc_id in manifest.documents]
+    if changed:
+        for doc_id in changed:
+            report.chunks_removed += manifest.documents.pop(doc_id).chunks
+        context.saves.save_now()
     try:
         for batch in _batches(prepared, WRITE_BATCH_CHUNKS):
             _write_batch(batch, manifest, context, recipe, report, progress)
@@ -298,14 +306,6 @@ def _store_batch(
             )
         )
     starting = [s.item.document.doc_id for s in batch if s.first]
-    # A changed document leaves the manifest before its old points go (it may now have fewer
-    # chunks): a run killed in between leaves points the manifest does not count, never the
-    # reverse, and the next run clears them.
-    if any(doc_id in manifest.documents for doc_id in starting):
-        for doc_id in starting:
-            old = manifest.documents.pop(doc_id, None)
-            report.chunks_removed += old.chunks if old is not None else 0
-        ctx.saves.save_now()
     ctx.store.delete_documents(starting)
     ctx.store.upsert(points)
     now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
