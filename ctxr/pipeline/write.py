@@ -2,10 +2,10 @@
 
 Batches of at most `WRITE_BATCH_CHUNKS` chunks are the unit of durability, and a large document
 is cut into several: a 50k-row table used to be one batch, embedded whole before anything was
-written. A batch's points are flushed before the manifest records anything, so the manifest
-never claims more than the store holds; a document is recorded once its last batch is written,
-and the store flushed and the manifest saved when due (`manifest_pace.py`: after each batch
-while that is cheap). A killed run therefore loses no paid work: the batches the saved manifest
+written. A document is recorded in the manifest once its last batch is upserted, and the store
+is flushed before every save of the manifest, which happens when due (`manifest_pace.py`:
+after each batch while that is cheap), so the saved manifest never claims more than the store
+holds. A killed run therefore loses no paid work: the batches the saved manifest
 does not count yet are in the embedding and response caches, so the next run writes them again
 from there. A changed document leaves the manifest before its old points are deleted (one save
 a window), so no manifest ever counts points that are gone.
