@@ -2,10 +2,10 @@
 
 Flow: walk and load files, a window at a time (`ctxr.pipeline.windows`); split and situate the
 window's documents that are new or changed, analyse every chunk for BM25, then embed and write
-them in batches. The manifest records each batch once its points are flushed, and is saved
-when due (`ctxr.pipeline.manifest_pace`), so a killed run loses no paid work and the next run
-picks up where it stopped. Unchanged documents cost nothing; documents gone from an indexed
-directory are removed (pruned).
+them in batches. The manifest records each batch once its points are written, and is saved,
+after a flush of the store, when due (`ctxr.pipeline.manifest_pace`), so a killed run loses no
+paid work and the next run picks up where it stopped. Unchanged documents cost nothing;
+documents gone from an indexed directory are removed (pruned).
 """
 
 from __future__ import annotations
