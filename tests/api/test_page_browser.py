@@ -115,7 +115,7 @@ def test_the_token_flow(tab: Page) -> None:
     page.locator("#token-error", has_text="refused").wait_for()
     tab.give_token(TOKEN)
     page.locator("#token-dialog").wait_for(state="hidden")
-    assert page.evaluate("sessionStorage.getItem('ctxr.token')") == TOKEN
+    page.wait_for_function("token => sessionStorage.getItem('ctxr.token') === token", arg=TOKEN)
     page.fill("#q", QUERY)
     page.press("#q", "Enter")
     page.locator(".hit").first.wait_for()

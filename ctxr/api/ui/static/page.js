@@ -161,11 +161,7 @@
         dialog.removeEventListener('close', onClose);
         resolve(value);
       };
-      const onClose = () => {
-        const token = dialog.returnValue === 'ok' ? input.value.trim() : '';
-        if (token) sessionStorage.setItem(TOKEN_KEY, token);
-        done(Boolean(token));
-      };
+      const onClose = () => done(dialog.returnValue === 'ok' && Boolean(input.value.trim()));
       dialog.addEventListener('close', onClose);
       dialog.showModal();
       input.focus();
@@ -174,7 +170,11 @@
 
   $('token-form').addEventListener('submit', (event) => {
     event.preventDefault();
-    if (!$('token').value.trim()) return;
+    const token = $('token').value.trim();
+    if (!token) return;
+    // Stored before the dialog closes: its 'close' event comes a task later, and the
+    // page must not look done (dialog gone) while the token is not yet kept.
+    sessionStorage.setItem(TOKEN_KEY, token);
     $('token-dialog').close('ok');
   });
   $('token-cancel').addEventListener('click', () => $('token-dialog').close('cancel'));
