@@ -30,7 +30,7 @@ import numpy as np
 
 from bench.common.checkout import REPO
 from bench.common.synthetic import NOISE
-from ctxr.index.embed.base import Embedder, FloatMatrix
+from ctxr.index.embed.base import Embedder, EmbedderWrapper, FloatMatrix
 
 TABLE_ROWS = 4096  # rows of each noise table (12 bits of the hash)
 TABLES = 3
@@ -64,36 +64,21 @@ def embed_pool(embedder: Embedder, count: int, path: Path) -> FloatMatrix:
     return pool
 
 
-class PoolEmbedder:
+class PoolEmbedder(EmbedderWrapper):
     """Answers as `model` does (name, dim, max_tokens, count_tokens) with vectors of `pool`
     plus noise chosen by each text's hash (see the module's docstring); `model` never embeds."""
 
     def __init__(self, pool: FloatMatrix, model: Embedder, seed: int = 7) -> None:
         if pool.ndim != 2 or pool.shape[1] != model.dim:
             raise ValueError(f"pool of shape {pool.shape} for a model of dim {model.dim}")
+        super().__init__(model)
         self._pool = np.asarray(pool, dtype=np.float32)
-        self._model = model
         dim = model.dim
         rng = np.random.default_rng(seed)
         # Three tables summed: variance TABLES * sigma^2, so each row's sigma keeps the
         # noise's expected norm at NOISE.
         sigma = NOISE / np.sqrt(dim * TABLES)
         self._tables = (rng.standard_normal((TABLES, TABLE_ROWS, dim)) * sigma).astype(np.float32)
-
-    @property
-    def name(self) -> str:
-        return self._model.name
-
-    @property
-    def dim(self) -> int:
-        return self._model.dim
-
-    @property
-    def max_tokens(self) -> int:
-        return self._model.max_tokens
-
-    def count_tokens(self, text: str) -> int:
-        return self._model.count_tokens(text)
 
     def embed(self, texts: Sequence[str]) -> FloatMatrix:
         if not texts:
@@ -113,6 +98,4 @@ class PoolEmbedder:
         return rows
 
     def close(self) -> None:
-        close = getattr(self._model, "close", None)
-        if callable(close):
-            close()
+        self.close_inner()

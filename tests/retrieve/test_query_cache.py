@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from ctxr.errors import ConfigError
-from ctxr.index.embed.base import Embedder, FloatMatrix
+from ctxr.index.embed.base import Embedder, EmbedderWrapper, FloatMatrix
 from ctxr.index.embed.onnx import OnnxEmbedder
 from ctxr.retrieve.query_cache import QueryVectorCache
 from ctxr.retrieve.service import SearchService
@@ -18,27 +18,12 @@ from tests.fakes.hash_embedder import HashEmbedder
 from tests.fixtures.index import BuiltIndex
 
 
-class CountingEmbedder:
+class CountingEmbedder(EmbedderWrapper):
     """An embedder as it is, with the texts it was asked to embed written down."""
 
     def __init__(self, inner: Embedder) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.asked: list[str] = []
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    @property
-    def dim(self) -> int:
-        return self.inner.dim
-
-    @property
-    def max_tokens(self) -> int:
-        return self.inner.max_tokens
-
-    def count_tokens(self, text: str) -> int:
-        return self.inner.count_tokens(text)
 
     def embed(self, texts: Sequence[str]) -> FloatMatrix:
         self.asked.extend(texts)

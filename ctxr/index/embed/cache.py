@@ -14,34 +14,19 @@ from pathlib import Path
 import numpy as np
 
 from ctxr.cache_files import cache_write, open_cache
-from ctxr.index.embed.base import Embedder, FloatMatrix
+from ctxr.index.embed.base import Embedder, EmbedderWrapper, FloatMatrix
 
 
-class CachedEmbedder:
+class CachedEmbedder(EmbedderWrapper):
     """`owns_inner=False` leaves `inner` open on `close` (a server's search embedder)."""
 
     def __init__(self, inner: Embedder, directory: Path, owns_inner: bool = True) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self._owns_inner = owns_inner
         self._directory = Path(directory)
         self._cache = open_cache(self._directory, "embedding cache", size_limit=4 * 2**30)
         self.hits = 0
         self.misses = 0
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    @property
-    def dim(self) -> int:
-        return self.inner.dim
-
-    @property
-    def max_tokens(self) -> int:
-        return self.inner.max_tokens
-
-    def count_tokens(self, text: str) -> int:
-        return self.inner.count_tokens(text)
 
     def _key(self, text: str) -> str:
         digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
@@ -68,6 +53,5 @@ class CachedEmbedder:
 
     def close(self) -> None:
         self._cache.close()
-        close_inner = getattr(self.inner, "close", None)
-        if self._owns_inner and callable(close_inner):
-            close_inner()  # an HTTP embedder holds connections
+        if self._owns_inner:
+            self.close_inner()

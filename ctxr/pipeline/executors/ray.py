@@ -28,7 +28,7 @@ import numpy as np
 from ctxr.config import RunSettings, Settings
 from ctxr.errors import ConfigError
 from ctxr.index import components
-from ctxr.index.embed.base import Embedder, FloatMatrix
+from ctxr.index.embed.base import Embedder, EmbedderWrapper, FloatMatrix
 from ctxr.pipeline.chunking import Chunker, run_chunker
 from ctxr.pipeline.executors.base import Split, split_documents
 from ctxr.pipeline.executors.local import LocalExecutor
@@ -72,7 +72,7 @@ class _EmbedWorker:
         return self._embedder.embed(texts)
 
 
-class RayEmbedder:
+class RayEmbedder(EmbedderWrapper):
     """An `Embedder` whose `embed` runs on Ray actors; the rest (name, sizes, token counts)
     is answered by an unloaded local embedder, which reads only its tokenizer.
 
@@ -80,25 +80,10 @@ class RayEmbedder:
     embedders holding every CPU would leave the splitter actors waiting for one forever."""
 
     def __init__(self, local: Embedder, make_actors: Callable[[], list[Any]], batch: int) -> None:
-        self._local = local
+        super().__init__(local)
         self._make_actors = make_actors
         self._actors: list[Any] = []
         self._batch = batch  # slices are multiples of it (see the module's docstring)
-
-    @property
-    def name(self) -> str:
-        return self._local.name
-
-    @property
-    def dim(self) -> int:
-        return self._local.dim
-
-    @property
-    def max_tokens(self) -> int:
-        return self._local.max_tokens
-
-    def count_tokens(self, text: str) -> int:
-        return self._local.count_tokens(text)
 
     def embed(self, texts: Sequence[str]) -> FloatMatrix:
         if not texts:
@@ -117,9 +102,7 @@ class RayEmbedder:
         for actor in self._actors:
             ray.kill(actor)
         self._actors = []
-        close = getattr(self._local, "close", None)
-        if callable(close):
-            close()
+        self.close_inner()
 
 
 class RayExecutor:
