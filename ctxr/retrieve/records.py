@@ -4,6 +4,7 @@ retrieved payloads."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ctxr.config import DocRanking
@@ -21,7 +22,21 @@ def fuse_records(
     params: FusionParams,
     landing: DocRanking,
 ) -> list[Hit]:
-    """One query's retrievers' rankings -> its top-k hits, fused by `fusion`.
+    """One query's retrievers' rankings, their records with whole payloads, -> its top-k
+    hits, fused by `fusion` (`fuse_rankings`)."""
+    payloads = {r.point_id: r.payload for ranking in rankings.values() for r in ranking}
+    return hits_from(fuse_rankings(rankings, k, fusion, params, landing), payloads)
+
+
+def fuse_rankings(
+    rankings: dict[str, list[ScoredRecord]],
+    k: int,
+    fusion: str,
+    params: FusionParams,
+    landing: DocRanking,
+) -> list[Fused[str]]:
+    """One query's retrievers' rankings -> its top-k points, fused by `fusion`. Their records
+    need only `doc_id` in the payload (`ctxr.index.store.base.RANKING_FIELDS`).
 
     The whole-document ranking, if present, lands on chunks first (`ctxr.retrieve.documents`):
     on each document's best chunk among the other rankings fused without it, or its carrier."""
@@ -36,9 +51,15 @@ def fuse_records(
             chunks = fuse(fusion, keyed, params)
             order = [(item.key, records[item.key].payload["doc_id"]) for item in chunks]
             keyed[DOCUMENT_RANKING] = land_documents(found, order, "best")
-    fused = fuse(fusion, keyed, params)
-    return [hit_from_fused(rank, item, records[item.key].payload) for rank, item in
-            enumerate(fused[:k], start=1)]  # fmt: skip
+    return fuse(fusion, keyed, params)[:k]
+
+
+def hits_from(fused: Sequence[Fused[str]], payloads: Mapping[str, ChunkPayload]) -> list[Hit]:
+    """Fused points as hits, ranked from 1, each with its whole payload. A point without one
+    was deleted after the search found it (a live update in between) and is left out."""
+    found = [(item, payloads[item.key]) for item in fused if item.key in payloads]
+    return [hit_from_fused(rank, item, payload) for rank, (item, payload) in
+            enumerate(found, start=1)]  # fmt: skip
 
 
 def spaces_after(rankings: dict[str, list[ScoredRecord]]) -> dict[str, str]:

@@ -32,14 +32,20 @@ from ctxr.index.embed.identifiers import dense_text
 from ctxr.index.filters import PayloadFilter, is_document_level, parse_filters
 from ctxr.index.manifest import Manifest
 from ctxr.index.payload import ChunkPayload
-from ctxr.index.store.base import ScoredRecord, Store
+from ctxr.index.store.base import RANKING_FIELDS, ScoredRecord, Store
 from ctxr.retrieve.around import passage_around
 from ctxr.retrieve.expand import expand_parents
 from ctxr.retrieve.fusion import DOCUMENT_RANKING, FusionParams
 from ctxr.retrieve.highlight import Matches, matches
 from ctxr.retrieve.passages import merge_adjacent
 from ctxr.retrieve.query_cache import QueryVectorCache
-from ctxr.retrieve.records import chunk_record, fuse_records, parent_spans, spaces_after
+from ctxr.retrieve.records import (
+    chunk_record,
+    fuse_rankings,
+    hits_from,
+    parent_spans,
+    spaces_after,
+)
 from ctxr.retrieve.rerank import base as reranking
 from ctxr.retrieve.rerank import registry as rerank_registry
 from ctxr.retrieve.searcher import DOCUMENT_MODE, SearchOptions
@@ -154,13 +160,17 @@ class SearchService:
         window = options.candidates or self.settings.search.candidates
         depth = max(window, k)
         top = max(k, self.settings.search.rerank_candidates) if reranker else k
-        retrieved = self.retrieve(queries, mode, depth, where)
+        # The candidates carry only what fusion, merging and expansion read; the whole
+        # payloads are read for the fused top alone (`RANKING_FIELDS`).
+        retrieved = self.retrieve(queries, mode, depth, where, RANKING_FIELDS)
         # More hits than candidates fetch deeper, but DBSF still normalises each ranking over
         # its first `candidates` scores: the retrievers keep the balance a default search has
         # (`ctxr.retrieve.fusion`).
         params = replace(self._fusion, window=window)
         landing = self.settings.search.doc_ranking
-        results = [fuse_records(r, top, fusion, params, landing) for r in retrieved]
+        fused = [fuse_rankings(r, top, fusion, params, landing) for r in retrieved]
+        payloads = self._store.payloads(list(dict.fromkeys(f.key for fs in fused for f in fs)))
+        results = [hits_from(f, payloads) for f in fused]
         if reranker is not None:
             results = [reranker.rerank(q, h, k).hits for q, h in zip(queries, results, strict=True)]
         spaces = [spaces_after(r) for r in retrieved]
@@ -184,10 +194,15 @@ class SearchService:
             return self._rerankers[chosen]
 
     def retrieve(
-        self, queries: Sequence[str], mode: str, depth: int, where: PayloadFilter | None = None
+        self,
+        queries: Sequence[str],
+        mode: str,
+        depth: int,
+        where: PayloadFilter | None = None,
+        fields: Sequence[str] | None = None,
     ) -> list[dict[str, list[ScoredRecord]]]:
         """Each retriever's own top-`depth` ranking per query among the chunks `where` admits,
-        before fusion."""
+        before fusion; each record with its whole payload, or only `fields` of it."""
         vectors = None
         if mode in ("hybrid", "dense") and queries:
             assert self._embedder is not None
@@ -197,15 +212,19 @@ class SearchService:
         for i, query in enumerate(queries):
             rankings: dict[str, list[ScoredRecord]] = {}
             if vectors is not None:
-                rankings["dense"] = self._store.query_dense(vectors[i].tolist(), depth, where)
+                rankings["dense"] = self._store.query_dense(
+                    vectors[i].tolist(), depth, where, fields
+                )
             sparse = query_vector(self._analyzer.terms(query))
             if mode in ("hybrid", "bm25"):
-                rankings["bm25"] = self._store.query_sparse(sparse, depth, where)
+                rankings["bm25"] = self._store.query_sparse(sparse, depth, where, fields)
             # A filter on chunk fields cannot be asked of a document as a whole: skip it then.
             if mode == DOCUMENT_MODE or (
                 mode == "hybrid" and self._documents and is_document_level(where)
             ):
-                rankings[DOCUMENT_RANKING] = self._store.query_documents(sparse, depth, where)
+                rankings[DOCUMENT_RANKING] = self._store.query_documents(
+                    sparse, depth, where, fields
+                )
             for name, ranking in rankings.items():
                 integrity.check_scores(name, ranking, self.index_dir)
             results.append(rankings)

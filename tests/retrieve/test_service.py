@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -13,12 +14,16 @@ import ctxr
 from ctxr.config import load_settings
 from ctxr.errors import ConfigError, IndexMismatchError, IndexNotFoundError
 from ctxr.index.manifest import Manifest
+from ctxr.index.store.base import RANKING_FIELDS
 from ctxr.pipeline.build import build_index
+from ctxr.retrieve.fusion import Fused
+from ctxr.retrieve.records import fuse_records, hits_from
 from ctxr.retrieve.service import SearchService
 from ctxr.types import Hit
 from tests.fakes.hash_embedder import HashEmbedder
 from tests.fixtures.index import BuiltIndex
 from tests.fixtures.paths import JUDGED, ROOT
+from tests.fixtures.stores import partial_payload
 
 
 def _judged() -> list[dict[str, Any]]:
@@ -127,6 +132,34 @@ def test_more_hits_than_candidates_keep_the_candidates_normalisation(
             expected += weight.get(name, 1.0) * min(max((part.score - low) / (high - low), 0), 1)
         assert hit.score == pytest.approx(expected), hit.chunk_id
     assert any(s.rank > window for h in hits for s in h.scores.values())  # the tail counted
+
+
+@pytest.mark.parametrize("fusion", ["dbsf", "rrf"])
+def test_a_search_reads_whole_payloads_only_for_its_hits(
+    service: SearchService, fusion: str
+) -> None:
+    """A search reads only `RANKING_FIELDS` of its candidates and the whole payload of the
+    hits it returns: its hits are those fusing the candidates with whole payloads gives."""
+    params = replace(service._fusion, window=50)
+    for query in ("how do I restore a backup?", "THUMB_CACHE_MAX", "rotate logs nightly"):
+        [rankings] = service.retrieve([query], "hybrid", 50)
+        landing = service.settings.search.doc_ranking
+        whole = fuse_records(rankings, 10, fusion, params, landing)
+        assert service.search(query, k=10, fusion=fusion) == whole
+        [light] = service.retrieve([query], "hybrid", 50, None, RANKING_FIELDS)
+        assert {n: [r.point_id for r in rs] for n, rs in light.items()} == {
+            n: [r.point_id for r in rs] for n, rs in rankings.items()
+        }
+
+
+def test_a_hit_whose_point_went_is_left_out() -> None:
+    """A live update may delete a point between the search and the payload read: the hits
+    close ranks over it instead of failing."""
+    fused = [Fused(f"c{i}", 1.0 - i / 10) for i in range(3)]
+    fields = {"doc_id": "a.md", "source": "a.md", "start": 0, "end": 1, "text": "x"}
+    payload = partial_payload(fields)
+    hits = hits_from(fused, {"c0": payload, "c2": payload})
+    assert [(h.rank, h.chunk_id) for h in hits] == [(1, "c0"), (2, "c2")]
 
 
 def test_hit_shape_and_modes(service: SearchService) -> None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from ctxr.index.bm25.weights import SparseTerms
 from ctxr.index.filters import PayloadFilter
@@ -28,6 +28,12 @@ SPARSE_VECTOR = "bm25"
 DOCUMENT_VECTOR = "bm25_doc"
 # Points fetched per scroll page when listing one document's chunks.
 SCROLL_PAGE = 256
+# The payload fields a search reads from every retriever's candidates: fusion lands documents
+# by `doc_id`, merging bridges gaps with `space_after`, expansion finds parent sections. The
+# whole payload (text, context and all) is read only for the hits returned (`Store.payloads`):
+# the engine decodes a whole payload to give any field of it, about 8 us a point, and a hybrid
+# search has up to 3 x candidates of them.
+RANKING_FIELDS: Final = ("doc_id", "space_after", "parent_start", "parent_end")
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +48,9 @@ class StoredPoint:
 
 @dataclass(frozen=True, slots=True)
 class ScoredRecord:
+    """A point a query found. Its payload is whole unless the query named `fields`: then it
+    holds only those keys (`RANKING_FIELDS` for a search's candidates)."""
+
     point_id: str
     score: float
     payload: ChunkPayload
@@ -71,19 +80,36 @@ class Store(Protocol):
     def delete_documents(self, doc_ids: Sequence[str]) -> None: ...
 
     def query_dense(
-        self, vector: Sequence[float], limit: int, where: PayloadFilter | None = None
+        self,
+        vector: Sequence[float],
+        limit: int,
+        where: PayloadFilter | None = None,
+        fields: Sequence[str] | None = None,
     ) -> list[ScoredRecord]:
-        """The `limit` nearest points among those `where` admits (inside the search)."""
+        """The `limit` nearest points among those `where` admits (inside the search), with
+        their whole payload or, given `fields`, only those keys of it."""
         ...
 
     def query_sparse(
-        self, sparse: SparseTerms, limit: int, where: PayloadFilter | None = None
+        self,
+        sparse: SparseTerms,
+        limit: int,
+        where: PayloadFilter | None = None,
+        fields: Sequence[str] | None = None,
     ) -> list[ScoredRecord]: ...
 
     def query_documents(
-        self, sparse: SparseTerms, limit: int, where: PayloadFilter | None = None
+        self,
+        sparse: SparseTerms,
+        limit: int,
+        where: PayloadFilter | None = None,
+        fields: Sequence[str] | None = None,
     ) -> list[ScoredRecord]:
         """The `limit` best carrier points by whole-document BM25 (`DOCUMENT_VECTOR`)."""
+        ...
+
+    def payloads(self, point_ids: Sequence[str]) -> dict[str, ChunkPayload]:
+        """The whole payload of each of `point_ids` the store holds (others are left out)."""
         ...
 
     def count(self) -> int: ...

@@ -183,35 +183,54 @@ class EdgeStore:
             self._shard.update(qe.UpdateOperation.delete_points_by_filter(qe.Filter(must=[match])))
 
     def query_dense(
-        self, vector: Sequence[float], limit: int, where: PayloadFilter | None = None
+        self,
+        vector: Sequence[float],
+        limit: int,
+        where: PayloadFilter | None = None,
+        fields: Sequence[str] | None = None,
     ) -> list[ScoredRecord]:
         query = qe.Query.Nearest([float(x) for x in vector], using=DENSE_VECTOR)
-        return self._query(query, limit, where)
+        return self._query(query, limit, where, fields)
 
     def query_sparse(
-        self, sparse: SparseTerms, limit: int, where: PayloadFilter | None = None
+        self,
+        sparse: SparseTerms,
+        limit: int,
+        where: PayloadFilter | None = None,
+        fields: Sequence[str] | None = None,
     ) -> list[ScoredRecord]:
-        return self._query_terms(sparse, SPARSE_VECTOR, limit, where)
+        return self._query_terms(sparse, SPARSE_VECTOR, limit, where, fields)
 
     def query_documents(
-        self, sparse: SparseTerms, limit: int, where: PayloadFilter | None = None
+        self,
+        sparse: SparseTerms,
+        limit: int,
+        where: PayloadFilter | None = None,
+        fields: Sequence[str] | None = None,
     ) -> list[ScoredRecord]:
-        return self._query_terms(sparse, DOCUMENT_VECTOR, limit, where)
+        return self._query_terms(sparse, DOCUMENT_VECTOR, limit, where, fields)
 
     def _query_terms(
-        self, sparse: SparseTerms, using: str, limit: int, where: PayloadFilter | None
+        self,
+        sparse: SparseTerms,
+        using: str,
+        limit: int,
+        where: PayloadFilter | None,
+        fields: Sequence[str] | None,
     ) -> list[ScoredRecord]:
         if not sparse.indices:
             return []  # a query of only stop words matches nothing; Qdrant would reject it
         vector = qe.SparseVector(sparse.indices, sparse.values)
-        return self._query(qe.Query.Nearest(vector, using=using), limit, where)
+        return self._query(qe.Query.Nearest(vector, using=using), limit, where, fields)
 
-    def _query(self, query: Any, limit: int, where: PayloadFilter | None) -> list[ScoredRecord]:
+    def _query(
+        self, query: Any, limit: int, where: PayloadFilter | None, fields: Sequence[str] | None
+    ) -> list[ScoredRecord]:
         request = qe.QueryRequest(
             limit=limit,
             query=query,
             filter=edge_filter(where),
-            with_payload=True,
+            with_payload=True if fields is None else qe.PayloadSelector.Include(list(fields)),
             with_vector=False,
             params=self._params,
         )
@@ -222,6 +241,13 @@ class EdgeStore:
                     for p in self._shard.query(request)
                 ]
             )
+
+    def payloads(self, point_ids: Sequence[str]) -> dict[str, ChunkPayload]:
+        if not point_ids:
+            return {}
+        with self._guarded("reading points"):
+            records = self._shard.retrieve(list(point_ids), True, False)
+        return {str(r.id): _payload(r.payload) for r in records}
 
     def count(self) -> int:
         with self._guarded("counting points"):

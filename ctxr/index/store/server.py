@@ -211,30 +211,52 @@ class QdrantServerStore:
             self._client.delete(self._collection, selector, wait=True)
 
     def query_dense(
-        self, vector: Sequence[float], limit: int, where: PayloadFilter | None = None
+        self,
+        vector: Sequence[float],
+        limit: int,
+        where: PayloadFilter | None = None,
+        fields: Sequence[str] | None = None,
     ) -> list[ScoredRecord]:
-        return self._query([float(x) for x in vector], DENSE_VECTOR, limit, where)
+        return self._query([float(x) for x in vector], DENSE_VECTOR, limit, where, fields)
 
     def query_sparse(
-        self, sparse: SparseTerms, limit: int, where: PayloadFilter | None = None
+        self,
+        sparse: SparseTerms,
+        limit: int,
+        where: PayloadFilter | None = None,
+        fields: Sequence[str] | None = None,
     ) -> list[ScoredRecord]:
-        return self._query_terms(sparse, SPARSE_VECTOR, limit, where)
+        return self._query_terms(sparse, SPARSE_VECTOR, limit, where, fields)
 
     def query_documents(
-        self, sparse: SparseTerms, limit: int, where: PayloadFilter | None = None
+        self,
+        sparse: SparseTerms,
+        limit: int,
+        where: PayloadFilter | None = None,
+        fields: Sequence[str] | None = None,
     ) -> list[ScoredRecord]:
-        return self._query_terms(sparse, DOCUMENT_VECTOR, limit, where)
+        return self._query_terms(sparse, DOCUMENT_VECTOR, limit, where, fields)
 
     def _query_terms(
-        self, sparse: SparseTerms, using: str, limit: int, where: PayloadFilter | None
+        self,
+        sparse: SparseTerms,
+        using: str,
+        limit: int,
+        where: PayloadFilter | None,
+        fields: Sequence[str] | None,
     ) -> list[ScoredRecord]:
         if not sparse.indices:
             return []  # a query of only stop words matches nothing; Qdrant would reject it
         vector = models.SparseVector(indices=list(sparse.indices), values=list(sparse.values))
-        return self._query(vector, using, limit, where)
+        return self._query(vector, using, limit, where, fields)
 
     def _query(
-        self, query: Any, using: str, limit: int, where: PayloadFilter | None
+        self,
+        query: Any,
+        using: str,
+        limit: int,
+        where: PayloadFilter | None,
+        fields: Sequence[str] | None,
     ) -> list[ScoredRecord]:
         with self._errors("searching"):
             response = self._client.query_points(
@@ -243,13 +265,22 @@ class QdrantServerStore:
                 using=using,
                 query_filter=client_filter(where),
                 limit=limit,
-                with_payload=True,
+                with_payload=True if fields is None else list(fields),
                 with_vectors=False,
                 search_params=self._params,
             )
         return best_first(
             [ScoredRecord(str(p.id), float(p.score), _payload(p.payload)) for p in response.points]
         )
+
+    def payloads(self, point_ids: Sequence[str]) -> dict[str, ChunkPayload]:
+        if not point_ids:
+            return {}
+        with self._errors("reading from"):
+            records = self._client.retrieve(
+                self._collection, list(point_ids), with_payload=True, with_vectors=False
+            )
+        return {str(r.id): _payload(r.payload) for r in records}
 
     def count(self) -> int:
         with self._errors("counting"):

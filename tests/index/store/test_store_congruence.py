@@ -23,7 +23,13 @@ from ctxr.config import load_settings
 from ctxr.errors import ConfigError, IndexError_, IndexMismatchError, IndexNotFoundError
 from ctxr.index.bm25.weights import document_vector, query_vector
 from ctxr.index.store import factory as store_factory
-from ctxr.index.store.base import SCROLL_PAGE, ScoredRecord, Store, StoredPoint
+from ctxr.index.store.base import (
+    RANKING_FIELDS,
+    SCROLL_PAGE,
+    ScoredRecord,
+    Store,
+    StoredPoint,
+)
 from ctxr.index.store.edge import EdgeStore
 from ctxr.index.store.server import QdrantServerStore
 from ctxr.pipeline.build import build_index
@@ -118,6 +124,26 @@ def test_upsert_and_count(store: Store) -> None:
     assert hit.point_id == POINTS[3].point_id
     assert hit.payload == POINTS[3].payload
     assert hit.score == pytest.approx(1.0, abs=1e-5)
+
+
+def test_a_query_can_read_only_the_fields_it_names(store: Store) -> None:
+    """What a search reads of its candidates (`RANKING_FIELDS`), then the whole payloads of
+    the points it keeps; an id the store does not hold is left out, not an error."""
+    point = POINTS[3]
+    terms = query_vector(point.payload["text"].split())
+    found = [
+        store.query_dense(point.dense, 5, fields=RANKING_FIELDS),
+        store.query_sparse(terms, 5, fields=RANKING_FIELDS),
+    ]
+    for ranking in found:
+        assert ranking and all(set(r.payload) <= set(RANKING_FIELDS) for r in ranking)
+        assert all(r.payload["doc_id"] for r in ranking)
+    assert found[0][0].point_id == point.point_id
+    assert _ids(found[0]) == _ids(store.query_dense(point.dense, 5))  # same ranking either way
+    wanted = [point.point_id, POINTS[11].point_id, chunk_id_for("gone.md", 0)]
+    payloads = store.payloads(wanted)
+    assert payloads == {point.point_id: point.payload, POINTS[11].point_id: POINTS[11].payload}
+    assert store.payloads([]) == {}
 
 
 def test_upsert_same_id_overwrites(store: Store) -> None:
