@@ -34,6 +34,8 @@ RerankChoice = Literal[RerankerName, "none"]  # what a request may name; "none" 
 Retriever = Literal["dense", "bm25", "bm25_doc"]
 # Where hybrid search puts the whole-document BM25 ranking (`ctxr.retrieve.documents`).
 DocRanking = Literal["best", "carrier", "off"]
+# How the dense vectors are held in memory (`ctxr.index.store.quantization`).
+Quantization = Literal["none", "int8"]
 
 # The one list of each choice: the CLI's click.Choice, the API's models and the search service
 # all read these, so a new mode or fusion is added in one place.
@@ -267,6 +269,14 @@ class StoreSettings(_Group):
     hnsw_ef: int = Field(256, ge=1, description="HNSW search breadth once the index is built")
     optimize_min_points: int = Field(
         10_000, ge=0, description="build HNSW after a run once the index holds this many points"
+    )
+    # int8: the dense vectors searched as bytes held in memory, the float32 originals read from
+    # disk only to rescore twice the candidates asked for (`ctxr.index.store.quantization`).
+    # Recall against exact search on real MiniLM vectors equals float32 HNSW's, the HNSW build
+    # takes half the time and the vectors held in memory a quarter of the bytes
+    # (docs/explanation/benchmarks.md). Fixed when an index is created: --rebuild to change.
+    quantization: Quantization = Field(
+        "none", description="none, or int8: dense vectors as bytes in memory (new indexes)"
     )
     bm25_k1: float = Field(1.2, gt=0)
     bm25_b: float = Field(0.75, ge=0, le=1)

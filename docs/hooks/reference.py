@@ -194,7 +194,7 @@ def _fields_read_by(module: str, function: str | None = None) -> set[str]:
 _BY_CONTEXT_PLAN = {"context", "llm_provider", "llm_model", "llm_group_size"}
 _EMBEDDER = {"embedder", "embedding_model", "embedding_dimensions"}
 _WHERE = {"index_dir", "qdrant_url", "qdrant_collection"}
-_ON_CREATION = {"qdrant_shards", "qdrant_replicas"}
+_ON_CREATION = {"qdrant_shards", "qdrant_replicas", "quantization"}
 
 
 def _impact(name: str, recipe: set[str], recorded: set[str]) -> str:
@@ -207,7 +207,7 @@ def _impact(name: str, recipe: set[str], recorded: set[str]) -> str:
     if name in recipe:
         return "re-indexes the documents it shapes (part of each document's recipe)"
     if name in _ON_CREATION:
-        return "only when ctxr creates the collection (`--rebuild`)"
+        return "only when ctxr creates the collection or shard (`--rebuild`)"
     return "nothing: read by the next run or search"
 
 

@@ -15,6 +15,7 @@ from ctxr.config import load_settings
 from ctxr.errors import ConfigError, IndexMismatchError, IndexNotFoundError
 from ctxr.index.manifest import Manifest
 from ctxr.index.store.base import RANKING_FIELDS
+from ctxr.index.store.factory import shard_path
 from ctxr.pipeline.build import build_index
 from ctxr.retrieve.fusion import Fused
 from ctxr.retrieve.records import fuse_records, hits_from
@@ -160,6 +161,27 @@ def test_a_hit_whose_point_went_is_left_out() -> None:
     payload = partial_payload(fields)
     hits = hits_from(fused, {"c0": payload, "c2": payload})
     assert [(h.rank, h.chunk_id) for h in hits] == [(1, "c0"), (2, "c2")]
+
+
+def test_an_int8_index_answers_as_the_float32_one(
+    examples_index: BuiltIndex, in_repo_root: Path, tmp_path: Path
+) -> None:
+    """`CTXR_QUANTIZATION=int8`: the same corpus, indexed with its dense vectors held as bytes,
+    gives the same hits in the same order; the float32 originals rescore the candidates."""
+    settings = examples_index.settings.replace(index_dir=tmp_path / "int8", quantization="int8")
+    build_index(["examples"], settings)
+    assert '"int8"' in (shard_path(tmp_path / "int8") / "edge_config.json").read_text()
+    queries = [q["query"] for q in _judged()]
+    with SearchService(examples_index.settings) as exact, SearchService(settings) as quantized:
+        for mode in ("dense", "hybrid"):
+            want = exact.search_many(queries, 10, mode)
+            got = quantized.search_many(queries, 10, mode)
+            assert [[h.chunk_id for h in hs] for hs in got] == [
+                [h.chunk_id for h in hs] for hs in want
+            ]
+            assert [h.score for hs in got for h in hs] == pytest.approx(
+                [h.score for hs in want for h in hs], abs=1e-5
+            )
 
 
 def test_hit_shape_and_modes(service: SearchService) -> None:

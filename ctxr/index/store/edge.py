@@ -25,6 +25,7 @@ from typing import Any, cast
 
 import qdrant_edge as qe
 
+from ctxr.config import Quantization
 from ctxr.disk import refusal, storage_error
 from ctxr.errors import CtxrError, IndexError_, IndexInUseError
 from ctxr.index.bm25.weights import SparseTerms
@@ -43,6 +44,7 @@ from ctxr.index.store.base import (
     best_first,
 )
 from ctxr.index.store.probe import disk_low, probe_load
+from ctxr.index.store.quantization import OVERSAMPLING, QUANTILE
 from ctxr.index.store.seal import compare, read_seal, remove_seal, write_seal
 
 try:
@@ -58,7 +60,9 @@ WAL_DIR = "wal"
 class EdgeStore:
     def __init__(self, shard: Any, hnsw_ef: int = 256, path: Path | None = None) -> None:
         self._shard = shard
-        self._params = qe.SearchParams(hnsw_ef=hnsw_ef)
+        # Rescoring asked for always: Qdrant ignores it where the vectors are not quantized.
+        rescoring = qe.QuantizationSearchParams(rescore=True, oversampling=OVERSAMPLING)
+        self._params = qe.SearchParams(hnsw_ef=hnsw_ef, quantization=rescoring)
         self._path = path
         self._index_dir = path.parent if path is not None else Path("?")
         # Seal at close: set by a clean open and by every write; cleared for good once a call
@@ -91,9 +95,11 @@ class EdgeStore:
             self.seal_problem = None
 
     @classmethod
-    def create(cls, path: Path, dim: int, hnsw_ef: int = 256) -> EdgeStore:
+    def create(
+        cls, path: Path, dim: int, hnsw_ef: int = 256, quantization: Quantization = "none"
+    ) -> EdgeStore:
         config = qe.EdgeConfig(
-            vectors={DENSE_VECTOR: qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine)},
+            vectors={DENSE_VECTOR: _dense_params(dim, quantization)},
             sparse_vectors={
                 name: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)
                 for name in (SPARSE_VECTOR, DOCUMENT_VECTOR)
@@ -416,6 +422,16 @@ def engine_error(index_dir: Path, action: str, exc: BaseException) -> CtxrError:
 def _first_line(exc: BaseException) -> str:
     lines = str(exc).strip().splitlines() or [type(exc).__name__]
     return lines[0][:300]
+
+
+def _dense_params(dim: int, quantization: Quantization) -> Any:
+    if quantization == "none":
+        return qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine)
+    # The bytes cached in memory, the float32 originals left on disk until a rescore reads them.
+    scalar = qe.ScalarQuantizationConfig(qe.ScalarType.Int8, QUANTILE, memory=qe.Memory.Cached)
+    return qe.EdgeVectorParams(
+        size=dim, distance=qe.Distance.Cosine, quantization_config=scalar, memory=qe.Memory.Cold
+    )
 
 
 def _vectors(point: StoredPoint) -> dict[str, Any]:

@@ -40,7 +40,7 @@ def create_store(store: StoreSettings, index_dir: Path, dim: int) -> Store:
     if store.qdrant_url:
         index_dir.mkdir(parents=True, exist_ok=True)  # the manifest still lives here
         return _server(store, "create", dim)
-    return EdgeStore.create(shard_path(index_dir), dim, store.hnsw_ef)
+    return EdgeStore.create(shard_path(index_dir), dim, store.hnsw_ef, store.quantization)
 
 
 def drop_store(store: StoreSettings, index_dir: Path) -> None:
@@ -80,6 +80,7 @@ def _server(store: StoreSettings, how: str, dim: int | None) -> QdrantServerStor
                 dim,
                 shards=store.qdrant_shards,
                 replicas=store.qdrant_replicas,
+                quantization=store.quantization,
                 where=where,
                 hnsw_ef=store.hnsw_ef,
                 secret=key,

@@ -22,6 +22,7 @@ from typing import Any, cast
 
 from qdrant_client import QdrantClient, models
 
+from ctxr.config import Quantization
 from ctxr.errors import IndexError_, IndexMismatchError, IndexNotFoundError
 from ctxr.index.bm25.weights import SparseTerms
 from ctxr.index.filters import AllOf, AnyOf, Condition, PayloadFilter, Range, match_values
@@ -36,6 +37,7 @@ from ctxr.index.store.base import (
     StoredPoint,
     best_first,
 )
+from ctxr.index.store.quantization import OVERSAMPLING, QUANTILE
 from ctxr.index.store.server_client import server_errors
 from ctxr.index.store.server_writes import WritePolicy, write_batches
 
@@ -72,7 +74,9 @@ class QdrantServerStore:
             self._writes = replace(self._writes, parallel=1)
         self._collection = collection
         self._where = where
-        self._params = models.SearchParams(hnsw_ef=hnsw_ef)
+        # Rescoring asked for always: Qdrant ignores it where the vectors are not quantized.
+        rescoring = models.QuantizationSearchParams(rescore=True, oversampling=OVERSAMPLING)
+        self._params = models.SearchParams(hnsw_ef=hnsw_ef, quantization=rescoring)
         self._owns_client = owns_client
         self._secret = secret
 
@@ -85,6 +89,7 @@ class QdrantServerStore:
         *,
         shards: int = 1,
         replicas: int = 1,
+        quantization: Quantization = "none",
         where: str = "qdrant-client",
         hnsw_ef: int = 256,
         owns_client: bool = True,
@@ -110,9 +115,7 @@ class QdrantServerStore:
                 )
             client.create_collection(
                 collection,
-                vectors_config={
-                    DENSE_VECTOR: models.VectorParams(size=dim, distance=models.Distance.COSINE)
-                },
+                vectors_config={DENSE_VECTOR: _dense_params(dim, quantization)},
                 sparse_vectors_config={
                     name: models.SparseVectorParams(modifier=models.Modifier.IDF)
                     for name in (SPARSE_VECTOR, DOCUMENT_VECTOR)
@@ -342,6 +345,21 @@ class QdrantServerStore:
         if self._owns_client:
             self._client.close()
 
+
+
+def _dense_params(dim: int, quantization: Quantization) -> models.VectorParams:
+    if quantization == "none":
+        return models.VectorParams(size=dim, distance=models.Distance.COSINE)
+    # The bytes kept in RAM, the float32 originals on disk until a rescore reads them.
+    scalar = models.ScalarQuantizationConfig(
+        type=models.ScalarType.INT8, quantile=QUANTILE, always_ram=True
+    )
+    return models.VectorParams(
+        size=dim,
+        distance=models.Distance.COSINE,
+        on_disk=True,
+        quantization_config=models.ScalarQuantization(scalar=scalar),
+    )
 
 def _vectors(point: StoredPoint) -> dict[str, Any]:
     vectors: dict[str, Any] = {

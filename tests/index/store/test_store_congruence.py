@@ -146,6 +146,28 @@ def test_a_query_can_read_only_the_fields_it_names(store: Store) -> None:
     assert store.payloads([]) == {}
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_int8_vectors_rank_and_score_as_float32_ones(backend: str, tmp_path: Path) -> None:
+    """Quantized vectors pick the candidates, their float32 originals score them: a search of
+    an int8 store returns what a float32 store returns, scores included."""
+    exact = empty_store(backend, tmp_path / "float32", DIM)
+    quantized = empty_store(backend, tmp_path / "int8", DIM, quantization="int8")
+    try:
+        for store in (exact, quantized):
+            store.upsert(POINTS)
+            store.flush()
+        for point in POINTS[:10]:
+            _assert_congruent(
+                exact.query_dense(point.dense, 10), quantized.query_dense(point.dense, 10)
+            )
+    finally:
+        exact.close()
+        quantized.close()
+    if backend == "edge":  # the choice is the shard's own, kept with it
+        int8, float32 = (tmp_path / name / "edge_config.json" for name in ("int8", "float32"))
+        assert '"int8"' in int8.read_text() and '"int8"' not in float32.read_text()
+
+
 def test_upsert_same_id_overwrites(store: Store) -> None:
     old = POINTS[0]
     payload = partial_payload({**old.payload, "v": 2})
