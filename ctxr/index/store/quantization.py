@@ -6,9 +6,9 @@ HNSW graph is built and walked on the bytes; the `OVERSAMPLING` x `limit` best c
 then rescored with their originals, so the ranking a search returns is by the true cosine.
 Measured on SciFact's real MiniLM vectors (12,795 chunks, and padded to 100k with noisy
 copies), recall@10 against exact search is float32 HNSW's within 0.0003 when twice the
-candidates are rescored (0.9993 / 0.9990 against 0.9990 / 0.9993), and 0.985 with none
-rescored; the HNSW build takes half the time, a dense query about the same, and the vectors
-held in memory are a quarter of the bytes (`bench.quality.quantization`;
+candidates are rescored (0.9993 / 0.9990 against 0.9990 / 0.9993); the HNSW build takes
+half the time, a dense query about the same, and the vectors held in memory are a quarter of
+the bytes (`bench.quality.quantization`;
 docs/explanation/benchmarks.md, "Dense vectors as int8").
 
 Both backends read these constants: the embedded shard (`ctxr.index.store.edge`) and a Qdrant
