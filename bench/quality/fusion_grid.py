@@ -61,11 +61,16 @@ class Variant:
     long_scale: float = 1.0
     ident_scale: float = 1.0
     window: int = 50  # the search's candidates: DBSF's statistics, and a shallow search's depth
+    # Document support: each fused chunk gains `support` x the fused scores of the other chunks
+    # of its document among the fused results (a document that answers as a whole lifts its
+    # chunks); 0 is the search as it is.
+    support: float = 0.0
 
     def name(self) -> str:
         tail = f" long>{self.long}x{self.long_scale:g}" if self.long_scale != 1.0 else ""
         tail += f" ident x{self.ident_scale:g}" if self.ident_scale != 1.0 else ""
         tail += f" cand {self.window}" if self.window != 50 else ""
+        tail += f" support {self.support:g}" if self.support else ""
         return f"bm25 {self.bm25:g} doc {self.doc:g}{tail}"
 
     def weights(self, query: str) -> dict[str, float]:
@@ -80,8 +85,11 @@ WORD = re.compile(r"\w+")
 IDENTIFIER = re.compile(r"`[^`]+`|\b\w+_\w+|\b[a-z]+[A-Z]\w*|\b[A-Z][a-z]+[A-Z]\w*|\w\(")
 
 
-def fuse(rankings: Rankings, weights: Mapping[str, float], k: int, window: int) -> list[str]:
-    """`fuse_records`' order (DBSF, documents landed on their best chunk) with any weights."""
+def fuse(
+    rankings: Rankings, weights: Mapping[str, float], k: int, window: int, support: float = 0.0
+) -> list[str]:
+    """`fuse_records`' order (DBSF, documents landed on their best chunk) with any weights,
+    and document support (`Variant.support`)."""
     records = {r.point_id: r for ranking in rankings.values() for r in ranking}
     keyed = {n: [(r.point_id, r.score) for r in rs] for n, rs in rankings.items()
              if n != DOCUMENT_RANKING}  # fmt: skip
@@ -92,6 +100,18 @@ def fuse(rankings: Rankings, weights: Mapping[str, float], k: int, window: int) 
         order = [(item.key, records[item.key].payload["doc_id"]) for item in chunks]
         keyed[DOCUMENT_RANKING] = land_documents(found, order, "best")
     fused = distribution_based_score_fusion(keyed, {n: weights[n] for n in keyed}, window)
+    if support:
+        totals: dict[str, float] = {}
+        for item in fused:
+            doc = records[item.key].payload["doc_id"]
+            totals[doc] = totals.get(doc, 0.0) + item.score
+        lifted = {
+            item.key: item.score
+            + support * (totals[records[item.key].payload["doc_id"]] - item.score)
+            for item in fused
+        }
+        order = sorted(range(len(fused)), key=lambda i: (-lifted[fused[i].key], i))
+        return [fused[i].key for i in order[:k]]
     return [item.key for item in fused[:k]]
 
 
@@ -127,14 +147,14 @@ def per_query(
     for i, (query, ranked) in enumerate(zip(dataset.queries, rankings, strict=True)):
         # Only the rankings the query has (the code set has no document ranking).
         weights = {n: w for n, w in variant.weights(query.text).items() if n in ranked}
-        memo = (dataset.name, i, tuple(sorted(weights.items())), variant.window)
+        memo = (dataset.name, i, tuple(sorted(weights.items())), variant.window, variant.support)
         if memo in _MEMO:
             scores.append(_MEMO[memo])
             continue
         records = {r.point_id: r for rs in ranked.values() for r in rs}
         if k <= variant.window:  # a search for k <= candidates fetches the candidates only
             ranked = {n: rs[: variant.window] for n, rs in ranked.items()}
-        order = fuse(ranked, weights, k, variant.window)
+        order = fuse(ranked, weights, k, variant.window, variant.support)
         if kind == "beir":
             found = document_ranks([_hit(records[c]) for c in order], query.ignore)
         else:
