@@ -39,6 +39,7 @@ from ctxr.eval.datasets import EvalDataset
 from ctxr.eval.judging import document_ranks, judged_ranks
 from ctxr.eval.runner import eval_cache_dir, load_dataset
 from ctxr.index import components
+from ctxr.index.bm25.analyzer import Bm25Analyzer
 from ctxr.index.store.base import ScoredRecord
 from ctxr.retrieve.documents import land_documents
 from ctxr.retrieve.fusion import DOCUMENT_RANKING, Fused, distribution_based_score_fusion
@@ -65,12 +66,16 @@ class Variant:
     # of its document among the fused results (a document that answers as a whole lifts its
     # chunks); 0 is the search as it is.
     support: float = 0.0
+    # Title and path as a field: each fused chunk gains `title` x the share of the query's BM25
+    # terms found in its document's title and source path; 0 is the search as it is.
+    title: float = 0.0
 
     def name(self) -> str:
         tail = f" long>{self.long}x{self.long_scale:g}" if self.long_scale != 1.0 else ""
         tail += f" ident x{self.ident_scale:g}" if self.ident_scale != 1.0 else ""
         tail += f" cand {self.window}" if self.window != 50 else ""
         tail += f" support {self.support:g}" if self.support else ""
+        tail += f" title {self.title:g}" if self.title else ""
         return f"bm25 {self.bm25:g} doc {self.doc:g}{tail}"
 
     def weights(self, query: str) -> dict[str, float]:
@@ -86,10 +91,16 @@ IDENTIFIER = re.compile(r"`[^`]+`|\b\w+_\w+|\b[a-z]+[A-Z]\w*|\b[A-Z][a-z]+[A-Z]\
 
 
 def fuse(
-    rankings: Rankings, weights: Mapping[str, float], k: int, window: int, support: float = 0.0
+    rankings: Rankings,
+    weights: Mapping[str, float],
+    k: int,
+    window: int,
+    support: float = 0.0,
+    title: tuple[float, Callable[[str], float]] | None = None,
 ) -> list[str]:
     """`fuse_records`' order (DBSF, documents landed on their best chunk) with any weights,
-    and document support (`Variant.support`)."""
+    document support (`Variant.support`) and a title field (`Variant.title`: its weight and
+    the share of the query's terms a title-and-path string holds)."""
     records = {r.point_id: r for ranking in rankings.values() for r in ranking}
     keyed = {n: [(r.point_id, r.score) for r in rs] for n, rs in rankings.items()
              if n != DOCUMENT_RANKING}  # fmt: skip
@@ -100,6 +111,15 @@ def fuse(
         order = [(item.key, records[item.key].payload["doc_id"]) for item in chunks]
         keyed[DOCUMENT_RANKING] = land_documents(found, order, "best")
     fused = distribution_based_score_fusion(keyed, {n: weights[n] for n in keyed}, window)
+    if title is not None:
+        weight, share = title
+        fused = sorted(
+            (
+                Fused(item.key, item.score + weight * share(_field(records[item.key])))
+                for item in fused
+            ),
+            key=lambda item: -item.score,
+        )
     if support:
         totals: dict[str, float] = {}
         for item in fused:
@@ -113,6 +133,11 @@ def fuse(
         order = sorted(range(len(fused)), key=lambda i: (-lifted[fused[i].key], i))
         return [fused[i].key for i in order[:k]]
     return [item.key for item in fused[:k]]
+
+
+def _field(record: ScoredRecord) -> str:
+    payload = record.payload
+    return f"{payload.get('title') or ''} {payload.get('source') or ''}"
 
 
 def retrieved(
@@ -147,14 +172,23 @@ def per_query(
     for i, (query, ranked) in enumerate(zip(dataset.queries, rankings, strict=True)):
         # Only the rankings the query has (the code set has no document ranking).
         weights = {n: w for n, w in variant.weights(query.text).items() if n in ranked}
-        memo = (dataset.name, i, tuple(sorted(weights.items())), variant.window, variant.support)
+        memo = (dataset.name, i, tuple(sorted(weights.items())), variant.window, variant.support,
+                variant.title)  # fmt: skip
         if memo in _MEMO:
             scores.append(_MEMO[memo])
             continue
         records = {r.point_id: r for rs in ranked.values() for r in rs}
         if k <= variant.window:  # a search for k <= candidates fetches the candidates only
             ranked = {n: rs[: variant.window] for n, rs in ranked.items()}
-        order = fuse(ranked, weights, k, variant.window, variant.support)
+        title = None
+        if variant.title:
+            terms = set(_ANALYZER[0].terms(query.text)) if _ANALYZER else set()
+
+            def share(text: str, terms: set[str] = terms) -> float:
+                return len(terms & set(_ANALYZER[0].terms(text))) / len(terms) if terms else 0.0
+
+            title = (variant.title, share)
+        order = fuse(ranked, weights, k, variant.window, variant.support, title)
         if kind == "beir":
             found = document_ranks([_hit(records[c]) for c in order], query.ignore)
         else:
@@ -166,6 +200,7 @@ def per_query(
 
 
 _MEMO: dict[tuple[object, ...], float] = {}
+_ANALYZER: list[Bm25Analyzer] = []  # the index's analyzer, set by `main`
 
 
 def _hit(record: ScoredRecord, rank: int = 0) -> Hit:
@@ -219,6 +254,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     say(load_line(f"at start; {dataset.name} {args.split}, {len(dataset.queries)} queries"))
     rankings = retrieved(args.work, args.index, dataset, args.split, depth, args.context)
+    _ANALYZER.append(components.make_analyzer(load_settings(index_dir=args.index)))
     table = {v: per_query(kind, dataset, rankings, v, k, ks, metric) for v in grid(args.grid)}
     base = statistics.fmean(table[Variant()])
     print(f"| variant | {dataset.name} {args.split} | vs default | better / worse |")
