@@ -64,6 +64,18 @@ def build_eval_index(data: Path, index_dir: Path) -> None:
     index_documents(documents, settings, chunker_name="eval-ours")
 
 
+def scifact_vectors(index_dir: Path, data: Path, tmp: Path) -> StoredVectors:
+    """The chunk vectors of the SciFact eval index at `index_dir`, or of one built under `tmp`
+    when there is none."""
+    if not (index_dir / "manifest.json").exists():
+        index_dir = tmp / "scifact"
+        build_eval_index(data, index_dir)
+    with Span() as span:
+        corpus = read_vectors(index_dir)
+    say(f"read {len(corpus.ids):,} chunk vectors from {index_dir} in {span.seconds:.1f} s")
+    return corpus
+
+
 def embed_queries(data: Path) -> tuple[list[str], Matrix]:
     settings = load_settings(cache_dir=eval_cache_dir(load_settings()))
     texts = [q.text for q in load_beir(data).queries]
@@ -174,13 +186,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     say(f"HNSW recall@{K} vs exact, real MiniLM embeddings of SciFact; {machine()}, qdrant-edge-py")
     say(load_line("at start"))
     with tempfile.TemporaryDirectory(prefix="ctxr-hnsw-") as tmp:
-        index_dir = args.index
-        if not (index_dir / "manifest.json").exists():
-            index_dir = Path(tmp) / "scifact"
-            build_eval_index(data, index_dir)
-        with Span() as span:
-            corpus = read_vectors(index_dir)
-        say(f"read {len(corpus.ids):,} chunk vectors from {index_dir} in {span.seconds:.1f} s")
+        corpus = scifact_vectors(args.index, data, Path(tmp))
         real = len(corpus.ids)
         if args.synthetic:
             corpus = add_synthetic(corpus, args.synthetic, args.seed)

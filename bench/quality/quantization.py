@@ -31,14 +31,14 @@ from pathlib import Path
 
 from bench.common.checkout import data_dir
 from bench.common.measure import Span, Timing, load_line, machine, parser, say
-from bench.common.stored_vectors import DEFAULT_INDEX, read_vectors
+from bench.common.stored_vectors import DEFAULT_INDEX
 from bench.quality.hnsw_recall import (
     add_synthetic,
-    build_eval_index,
     embed_queries,
     exact_top,
     fill,
     recall,
+    scifact_vectors,
 )
 from ctxr.config import Quantization
 from ctxr.index.store.base import RANKING_FIELDS
@@ -59,11 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     say(f"dense vectors as float32 and as int8, real MiniLM embeddings of SciFact; {machine()}")
     say(load_line("at start"))
     with tempfile.TemporaryDirectory(prefix="ctxr-quant-") as tmp:
-        index_dir = args.index
-        if not (index_dir / "manifest.json").exists():
-            index_dir = Path(tmp) / "scifact"
-            build_eval_index(data, index_dir)
-        corpus = read_vectors(index_dir)
+        corpus = scifact_vectors(args.index, data, Path(tmp))
         real = len(corpus.ids)
         if args.synthetic:
             corpus = add_synthetic(corpus, args.synthetic, args.seed)
