@@ -24,7 +24,7 @@ from ctxr.types import Hit
 from tests.fakes.hash_embedder import HashEmbedder
 from tests.fixtures.index import BuiltIndex
 from tests.fixtures.paths import JUDGED, ROOT
-from tests.fixtures.stores import partial_payload
+from tests.fixtures.stores import partial_payload, quantize_now
 
 
 def _judged() -> list[dict[str, Any]]:
@@ -171,6 +171,7 @@ def test_an_int8_index_answers_as_the_float32_one(
     settings = examples_index.settings.replace(index_dir=tmp_path / "int8", quantization="int8")
     build_index(["examples"], settings)
     assert '"int8"' in (shard_path(tmp_path / "int8") / "edge_config.json").read_text()
+    quantize_now(shard_path(tmp_path / "int8"), Manifest.load(tmp_path / "int8").settings.dim)
     queries = [q["query"] for q in _judged()]
     with SearchService(examples_index.settings) as exact, SearchService(settings) as quantized:
         for mode in ("dense", "hybrid"):

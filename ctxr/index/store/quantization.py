@@ -11,6 +11,9 @@ half the time, a dense query about the same, and the vectors held in memory are 
 the bytes (`bench.quality.quantization`;
 docs/explanation/benchmarks.md, "Dense vectors as int8").
 
+The bytes exist only in the segments Qdrant's optimiser writes: an embedded index below
+`CTXR_OPTIMIZE_MIN_POINTS` is searched exactly on float32, int8 or not.
+
 Both backends read these constants: the embedded shard (`ctxr.index.store.edge`) and a Qdrant
 server (`ctxr.index.store.server`). The choice is made when the collection is created
 (`CTXR_QUANTIZATION`); the search parameters are the same for either, since Qdrant ignores

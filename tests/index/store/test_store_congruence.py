@@ -37,7 +37,13 @@ from ctxr.retrieve.service import SearchService
 from ctxr.types import chunk_id_for
 from tests.fakes.hash_embedder import HashEmbedder
 from tests.fixtures.paths import ROOT
-from tests.fixtures.stores import BACKENDS, LOCAL_QDRANT_WARNINGS, empty_store, partial_payload
+from tests.fixtures.stores import (
+    BACKENDS,
+    LOCAL_QDRANT_WARNINGS,
+    empty_store,
+    partial_payload,
+    quantize_now,
+)
 
 pytestmark = LOCAL_QDRANT_WARNINGS
 
@@ -149,13 +155,20 @@ def test_a_query_can_read_only_the_fields_it_names(store: Store) -> None:
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_int8_vectors_rank_and_score_as_float32_ones(backend: str, tmp_path: Path) -> None:
     """Quantized vectors pick the candidates, their float32 originals score them: a search of
-    an int8 store returns what a float32 store returns, scores included."""
+    an int8 store returns what a float32 store returns, scores included. (qdrant-client's
+    local mode keeps the setting and searches float32 exactly, as it always does.)"""
     exact = empty_store(backend, tmp_path / "float32", DIM)
     quantized = empty_store(backend, tmp_path / "int8", DIM, quantization="int8")
+    for store in (exact, quantized):
+        store.upsert(POINTS)
+        store.flush()
+    if backend == "edge":  # the bytes built and searched, the choice kept with the shard
+        quantized.close()
+        quantize_now(tmp_path / "int8", DIM)
+        quantized = EdgeStore.open(tmp_path / "int8")
+        int8, float32 = (tmp_path / name / "edge_config.json" for name in ("int8", "float32"))
+        assert '"int8"' in int8.read_text() and '"int8"' not in float32.read_text()
     try:
-        for store in (exact, quantized):
-            store.upsert(POINTS)
-            store.flush()
         for point in POINTS[:10]:
             _assert_congruent(
                 exact.query_dense(point.dense, 10), quantized.query_dense(point.dense, 10)
@@ -163,9 +176,6 @@ def test_int8_vectors_rank_and_score_as_float32_ones(backend: str, tmp_path: Pat
     finally:
         exact.close()
         quantized.close()
-    if backend == "edge":  # the choice is the shard's own, kept with it
-        int8, float32 = (tmp_path / name / "edge_config.json" for name in ("int8", "float32"))
-        assert '"int8"' in int8.read_text() and '"int8"' not in float32.read_text()
 
 
 def test_upsert_same_id_overwrites(store: Store) -> None:
