@@ -22,6 +22,7 @@ Figures: docs/explanation/evaluation.md ("Fusion constants across the sets").
 
 from __future__ import annotations
 
+import functools
 import json
 import pickle
 import random
@@ -39,7 +40,6 @@ from ctxr.eval.datasets import EvalDataset
 from ctxr.eval.judging import document_ranks, judged_ranks
 from ctxr.eval.runner import eval_cache_dir, load_dataset
 from ctxr.index import components
-from ctxr.index.bm25.analyzer import Bm25Analyzer
 from ctxr.index.store.base import ScoredRecord
 from ctxr.retrieve.documents import land_documents
 from ctxr.retrieve.fusion import DOCUMENT_RANKING, Fused, distribution_based_score_fusion
@@ -164,9 +164,11 @@ def retrieved(
 def per_query(
     kind: str, dataset: EvalDataset, rankings: Sequence[Rankings], variant: Variant,
     k: int, ks: Sequence[int], metric: Callable[[dict[str, float]], float],
+    terms: Callable[[str], frozenset[str]],
 ) -> list[float]:  # fmt: skip
     """The metric of every query under `variant`; a query whose weights and window some
-    variant already fused is not fused again (`_MEMO`)."""
+    variant already fused is not fused again (`_MEMO`). `terms` is a text's BM25 terms, by
+    the index's analyzer (the title field's)."""
     mapper = judged_ranks(dataset, "beir" if kind == "beir" else "anthropic-codebase", "ours", {})
     scores = []
     for i, (query, ranked) in enumerate(zip(dataset.queries, rankings, strict=True)):
@@ -182,10 +184,10 @@ def per_query(
             ranked = {n: rs[: variant.window] for n, rs in ranked.items()}
         title = None
         if variant.title:
-            terms = set(_ANALYZER[0].terms(query.text)) if _ANALYZER else set()
+            asked = terms(query.text)
 
-            def share(text: str, terms: set[str] = terms) -> float:
-                return len(terms & set(_ANALYZER[0].terms(text))) / len(terms) if terms else 0.0
+            def share(text: str, asked: frozenset[str] = asked) -> float:
+                return len(asked & terms(text)) / len(asked) if asked else 0.0
 
             title = (variant.title, share)
         order = fuse(ranked, weights, k, variant.window, variant.support, title)
@@ -200,7 +202,6 @@ def per_query(
 
 
 _MEMO: dict[tuple[object, ...], float] = {}
-_ANALYZER: list[Bm25Analyzer] = []  # the index's analyzer, set by `main`
 
 
 def _hit(record: ScoredRecord, rank: int = 0) -> Hit:
@@ -254,8 +255,15 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     say(load_line(f"at start; {dataset.name} {args.split}, {len(dataset.queries)} queries"))
     rankings = retrieved(args.work, args.index, dataset, args.split, depth, args.context)
-    _ANALYZER.append(components.make_analyzer(load_settings(index_dir=args.index)))
-    table = {v: per_query(kind, dataset, rankings, v, k, ks, metric) for v in grid(args.grid)}
+    analyzer = components.make_analyzer(load_settings(index_dir=args.index))
+
+    @functools.cache  # a document's title and path, analysed once for every query and variant
+    def terms(text: str) -> frozenset[str]:
+        return frozenset(analyzer.terms(text))
+
+    table = {
+        v: per_query(kind, dataset, rankings, v, k, ks, metric, terms) for v in grid(args.grid)
+    }
     base = statistics.fmean(table[Variant()])
     print(f"| variant | {dataset.name} {args.split} | vs default | better / worse |")
     print("|---|---|---|---|")
