@@ -252,7 +252,7 @@ class EdgeStore:
         if not point_ids:
             return {}
         with self._guarded("reading points"):
-            records = self._shard.retrieve(list(point_ids), True, False)
+            records = self._shard.retrieve(list(point_ids), with_payload=True, with_vector=False)
         return {str(r.id): _payload(r.payload) for r in records}
 
     def count(self) -> int:

@@ -346,7 +346,6 @@ class QdrantServerStore:
             self._client.close()
 
 
-
 def _dense_params(dim: int, quantization: Quantization) -> models.VectorParams:
     if quantization == "none":
         return models.VectorParams(size=dim, distance=models.Distance.COSINE)
@@ -360,6 +359,7 @@ def _dense_params(dim: int, quantization: Quantization) -> models.VectorParams:
         on_disk=True,
         quantization_config=models.ScalarQuantization(scalar=scalar),
     )
+
 
 def _vectors(point: StoredPoint) -> dict[str, Any]:
     vectors: dict[str, Any] = {
