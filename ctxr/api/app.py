@@ -28,12 +28,12 @@ import os
 import re
 import socket
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Any
 
-from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi import FastAPI, HTTPException, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -66,7 +66,6 @@ from ctxr.index.owner import Owner
 from ctxr.retrieve.hits import Asked, HitsBatch, HitsResult, hits_result, result_json
 from ctxr.retrieve.rerank.registry import resolve as resolve_reranker
 from ctxr.retrieve.searcher import SearchOptions
-from ctxr.retrieve.service import SearchService
 
 if TYPE_CHECKING:
     import uvicorn
@@ -75,15 +74,6 @@ log = logging.getLogger("ctxr.api")
 _UNAVAILABLE: dict[int | str, dict[str, Any]] = {
     503: {"model": ErrorResponse, "description": "the index cannot be used"}
 }
-
-
-def _service(request: Request) -> Iterator[SearchService]:
-    holder: ServiceHolder = request.app.state.holder
-    with holder.lease() as service:  # a reopen waits for this request before closing it
-        yield service
-
-
-Service = Annotated[SearchService, Depends(_service)]
 
 
 PAID_RERANKERS = frozenset({"llm", "http"})  # one provider call per query reranked
@@ -154,7 +144,7 @@ def create_app(
         status = 422 if isinstance(exc, ConfigError) else 503
         return JSONResponse({"detail": str(exc)}, status_code=status)
 
-    async def search(request: Request, body: SearchRequestBase, svc: Service) -> JSONResponse:
+    async def search(request: Request, body: SearchRequestBase) -> JSONResponse:
         """Hybrid, dense or BM25 search: one query answers a `ctxr.hits/1` result, a batch
         ("queries") one per query under `results`. The search's time is in `Server-Timing`."""
         texts = body.texts
@@ -165,12 +155,11 @@ def create_app(
         if settings.api.api_log_queries:
             access["query_text"] = texts
         started = time.perf_counter()
-        results = await run_in_threadpool(
-            lambda: svc.search_many(texts, SearchOptions(
-                body.k, body.mode, body.candidates, fusion,
-                filters=body.filters, merge=body.merge, rerank=body.rerank, expand=body.expand,
-            ))
+        options = SearchOptions(
+            body.k, body.mode, body.candidates, fusion,
+            filters=body.filters, merge=body.merge, rerank=body.rerank, expand=body.expand,
         )  # fmt: skip
+        results = await run_in_threadpool(holder.using, lambda s: s.search_many(texts, options))
         took_ms = (time.perf_counter() - started) * 1000
         asked = Asked(body.mode, fusion, body.k, body.merge, body.expand)
         answers = [hits_result(t, hits, asked) for t, hits in zip(texts, results, strict=True)]
@@ -206,8 +195,7 @@ def create_app(
         an index that could not be opened (in use, missing, damaged) is tried again."""
         await run_in_threadpool(holder.refresh, True)
         try:
-            with holder.lease() as service:
-                await run_in_threadpool(service.stats)  # touches the store
+            await run_in_threadpool(holder.using, lambda s: s.stats())  # touches the store
             return JSONResponse({"status": "ok"})
         except HTTPException as exc:
             reason = str(exc.detail)
@@ -218,17 +206,17 @@ def create_app(
         return JSONResponse({"status": "unavailable", "reason": reason}, status_code=503)
 
     @app.get("/stats", responses=_UNAVAILABLE)
-    async def stats(svc: Service) -> StatsResponse:
+    async def stats() -> StatsResponse:
         """Points, documents, the settings the index was built with, and its age."""
-        return await run_in_threadpool(stats_response, svc, settings)
+        return await run_in_threadpool(holder.using, lambda s: stats_response(s, settings))
 
     @app.get(
         "/documents/{doc_id:path}",
         responses={**_UNAVAILABLE, 404: {"model": ErrorResponse}},
     )
-    async def document(doc_id: str, svc: Service) -> DocumentResponse:
+    async def document(doc_id: str) -> DocumentResponse:
         """One document's chunks in order, each with its context (the id is its source path)."""
-        found = await run_in_threadpool(svc.document, doc_id)
+        found = await run_in_threadpool(holder.using, lambda s: s.document(doc_id))
         if found is None:
             raise HTTPException(
                 404, detail=f"no document {_short(doc_id)!r} in the index; ids are source "

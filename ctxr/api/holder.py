@@ -28,9 +28,10 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TypeVar
 
 from fastapi import HTTPException
 
@@ -40,6 +41,8 @@ from ctxr.index.manifest import MANIFEST_NAME
 from ctxr.index.owner import Owner, announce, withdraw
 from ctxr.index.store.factory import shard_path
 from ctxr.retrieve.service import SearchService
+
+T = TypeVar("T")
 
 log = logging.getLogger("ctxr.api")
 CHECK_SECONDS = 1.0
@@ -155,6 +158,14 @@ class ServiceHolder:
             yield service
         finally:
             self._release(service)
+
+    def using(self, work: Callable[[SearchService], T]) -> T:
+        """`work` done with the service under one lease. A request calls this in one worker
+        thread: the lease may stat or reopen the index, so it never runs on the event loop,
+        and leasing, searching and releasing in one thread hop keeps a search's overhead
+        down (a dependency leasing it took two hops more)."""
+        with self.lease() as service:
+            return work(service)
 
     def _release(self, service: SearchService) -> None:
         with self._lock:
