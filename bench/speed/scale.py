@@ -53,6 +53,7 @@ Usage::
 
     python -m bench.speed.scale [--chunks 1000000] [--queries 200] [--requests 400]
         [--clients 1,8] [--pool 256] [--update-share 0.01] [--seed 7] [--keep DIR]
+        [--quantization int8|none]
 """
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import httpx
 import numpy as np
@@ -91,7 +92,7 @@ from bench.common.measure import (
 from bench.common.measure import parser as cli
 from bench.common.pool_embedder import PoolEmbedder, embed_pool
 from bench.common.synthetic import make_queries
-from ctxr.config import load_settings
+from ctxr.config import Quantization, StoreSettings, load_settings
 from ctxr.index import components
 from ctxr.index.embed.onnx import OnnxEmbedder
 from ctxr.pipeline.build import build_index
@@ -119,12 +120,12 @@ class Row:
     seconds: float = 0.0
 
 
-def build_child(work: str, pool: str, seed: str) -> None:
+def build_child(work: str, pool: str, seed: str, quantization: str) -> None:
     """In a child process: ``build_index(["corpus"], ...)`` from `work`, as ``ctxr index
     corpus --index index`` would run there, with the pool embedder behind the embedding
-    cache; prints the run's report as JSON."""
+    cache and the dense vectors held as `quantization` says; prints the run's report as JSON."""
     os.chdir(work)
-    settings = load_settings(index_dir=Path(INDEX))
+    settings = load_settings(index_dir=Path(INDEX), quantization=quantization)
     model = components.make_embedder(settings)  # the default: its tokenizer sizes chunks
     embedder = components.with_cache(PoolEmbedder(np.load(pool), model, int(seed)), settings)
     try:
@@ -136,8 +137,8 @@ def build_child(work: str, pool: str, seed: str) -> None:
     print(json.dumps(report.to_json()))
 
 
-def _build(work: Path, seed: int) -> dict[str, Any]:
-    run = run_child(_BUILD, str(work), str(work / POOL), str(seed))
+def _build(work: Path, seed: int, quantization: str) -> dict[str, Any]:
+    run = run_child(_BUILD, str(work), str(work / POOL), str(seed), quantization)
     report: dict[str, Any] = json.loads(run.stdout.strip().splitlines()[-1])
     report["peak_mib"] = run.peak_mib
     report["wall_seconds"] = run.seconds
@@ -261,6 +262,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--update-share", type=float, default=0.01, help="files edited")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--keep", type=Path, help="keep corpus and index here (reused if there)")
+    parser.add_argument(
+        "--quantization",
+        choices=get_args(Quantization),
+        default=StoreSettings.model_fields["quantization"].default,
+        help="how a new index holds its dense vectors (CTXR_QUANTIZATION; default: ctxr's)",
+    )
     args = parser.parse_args(argv)
     clients = [int(c) for c in args.clients.split(",")]
     if args.chunks < markdown_corpus.SECTIONS or min(clients) < 1 or args.requests < 1:
@@ -294,7 +301,8 @@ def run(args: argparse.Namespace, work: Path, clients: list[int]) -> int:
             embed_pool(model, args.pool, work / POOL)
         model.close()
         say(f"pool of {args.pool} real MiniLM vectors in {span.seconds:.1f} s")
-        build = _build(work, args.seed)
+        build = _build(work, args.seed, args.quantization)
+        build["quantization"] = args.quantization
         state["build"] = build
         (work / STATE).write_text(json.dumps(state))
         say(
@@ -389,7 +397,9 @@ def run(args: argparse.Namespace, work: Path, clients: list[int]) -> int:
     say()
     say(
         f"dense vectors: SYNTHETIC, {args.pool} real MiniLM embeddings + noise (chosen by "
-        "text hash); queries embedded by the real model, once each, before timing"
+        "text hash), held as "
+        f"{build.get('quantization', 'the default of the commit that built them')}; "
+        "queries embedded by the real model, once each, before timing"
     )
     say(load_line("at end"))
     bad = [(r.clients, r.filtered, r.errors) for r in rows if r.errors]
