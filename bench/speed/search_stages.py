@@ -11,7 +11,10 @@ that load drifts alike on all:
 - ``whole payloads``: the same search reading every candidate's whole payload and fusing
   those (`ctxr.retrieve.records.fuse_records`), as searches did before;
 - per retriever (dense, BM25 of chunks, BM25 of documents): the store's query alone, with the
-  whole payload and with the ranking fields.
+  whole payload and with the ranking fields;
+- the three queries (ranking fields) one after another, and at once in three threads: whether
+  the engine lets Python run another search while one is in it (it releases the GIL or not),
+  which decides what one ``ctxr serve`` process does with a second core.
 
 Printed: p50 / p95 / mean in milliseconds per row, the rows' medians against ``search``, and
 the load average at start and end. No HTTP: ``bench.speed.scale`` measures ``ctxr serve``.
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -52,8 +56,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     say(load_line("at start"))
     corpus = markdown_corpus.corpus(work / "corpus", args.chunks, args.seed)
     queries = make_queries(corpus.words, args.queries, args.seed)
-    with SearchService(load_settings(index_dir=work / "index")) as service:
-        rows = _rows(service, queries)
+    with (
+        SearchService(load_settings(index_dir=work / "index")) as service,
+        ThreadPoolExecutor(3) as threads,
+    ):
+        rows = _rows(service, queries, threads)
         for query in queries:  # warm: every query's vector cached, pages faulted in
             for call in rows.values():
                 call(query)
@@ -77,7 +84,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def _rows(service: SearchService, queries: Sequence[str]) -> dict[str, Callable[[str], Any]]:
+def _rows(
+    service: SearchService, queries: Sequence[str], threads: ThreadPoolExecutor
+) -> dict[str, Callable[[str], Any]]:
     store = service.store
     settings = service.settings.search
     params = replace(service._fusion, window=CANDIDATES)
@@ -102,6 +111,15 @@ def _rows(service: SearchService, queries: Sequence[str]) -> dict[str, Callable[
         rows[f"BM25 documents alone, {label}"] = lambda q, f=fields: store.query_documents(
             query_vector(analyzer.terms(q)), CANDIDATES, None, f
         )
+    three = [
+        rows[f"{name} alone, ranking fields"] for name in ("dense", "BM25 chunks", "BM25 documents")
+    ]
+
+    def at_once(query: str) -> Any:
+        return [f.result() for f in [threads.submit(call, query) for call in three]]
+
+    rows["the three, one after another"] = lambda q: [call(q) for call in three]
+    rows["the three at once, three threads"] = at_once
     return rows
 
 
