@@ -166,8 +166,11 @@ def test_a_hit_whose_point_went_is_left_out() -> None:
 def test_an_int8_index_answers_as_the_float32_one(
     examples_index: BuiltIndex, in_repo_root: Path, tmp_path: Path
 ) -> None:
-    """`CTXR_QUANTIZATION=int8`: the same corpus, indexed with its dense vectors held as bytes,
-    gives the same hits in the same order; the float32 originals rescore the candidates."""
+    """`CTXR_QUANTIZATION=int8` (the default): the same corpus, its dense vectors searched as
+    bytes once Qdrant has built them, gives the hits of an exact float32 search in the same
+    order; the float32 originals rescore the candidates. The examples index is the exact one:
+    it is under `CTXR_OPTIMIZE_MIN_POINTS`, so its segment holds no bytes and is searched on
+    float32 whatever its setting."""
     settings = examples_index.settings.replace(index_dir=tmp_path / "int8", quantization="int8")
     build_index(["examples"], settings)
     assert '"int8"' in (shard_path(tmp_path / "int8") / "edge_config.json").read_text()

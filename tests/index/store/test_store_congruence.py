@@ -419,6 +419,15 @@ def test_server_errors_name_the_url_and_the_fix_never_the_key(
         assert "sekrit" not in repr(settings) and "sekrit" not in str(settings)
 
 
+def test_a_new_index_holds_its_vectors_as_int8_unless_told_otherwise(tmp_path: Path) -> None:
+    for quantization, kept in ((None, '"int8"'), ("none", None)):
+        given = {} if quantization is None else {"quantization": quantization}
+        settings = load_settings(index_dir=tmp_path / str(quantization), **given)
+        store_factory.create_store(settings.store, settings.index_dir, DIM).close()
+        config = (store_factory.shard_path(settings.index_dir) / "edge_config.json").read_text()
+        assert (kept in config) if kept else ('"int8"' not in config)
+
+
 def test_settings_choose_the_backend(tmp_path: Path) -> None:
     assert load_settings(index_dir=tmp_path).store.qdrant_url is None
     with pytest.raises(ConfigError, match="http"):
