@@ -421,8 +421,9 @@ def test_server_errors_name_the_url_and_the_fix_never_the_key(
 
 def test_a_new_index_holds_its_vectors_as_int8_unless_told_otherwise(tmp_path: Path) -> None:
     for quantization, kept in ((None, '"int8"'), ("none", None)):
-        given = {} if quantization is None else {"quantization": quantization}
-        settings = load_settings(index_dir=tmp_path / str(quantization), **given)
+        settings = load_settings(index_dir=tmp_path / str(quantization))
+        if quantization is not None:
+            settings = settings.replace(quantization=quantization)
         store_factory.create_store(settings.store, settings.index_dir, DIM).close()
         config = (store_factory.shard_path(settings.index_dir) / "edge_config.json").read_text()
         assert (kept in config) if kept else ('"int8"' not in config)
