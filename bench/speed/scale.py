@@ -343,7 +343,7 @@ def run(args: argparse.Namespace, work: Path, clients: list[int]) -> int:
     state["rounds"] += 1
     edited = markdown_corpus.edit(corpus, args.update_share, state["rounds"])
     (work / STATE).write_text(json.dumps(state))
-    update = _build(work, args.seed)
+    update = _build(work, args.seed, args.quantization)  # taken only at creation
     share = update["seconds"] / build["seconds"]
     say(f"update of {len(edited):,} edited files: {update['seconds']:.1f} s ({_stages(update)})")
 
