@@ -89,32 +89,29 @@ def main(argv: Sequence[str] | None = None) -> None:
     if unknown:
         parser.error(f"unknown variants {unknown}; choose from {', '.join(VARIANTS)}")
     say(load_line("at start"))
-    table: dict[tuple[str, str], dict[str, tuple[float, float]]] = {}
+    table: dict[tuple[str, str], dict[str, float]] = {}
     for item in args.set:
         name, _, split = item.partition(":")
         for variant in variants:
             result = run_variant(variant, name, split or "test", args.data, args.work, args.cache)
             for row in result.rows:
                 mode = row.name.split(":")[0]
-                table.setdefault((f"{name} {split}", mode), {})[variant] = (
-                    row.scores["ndcg@10"],
-                    row.scores.get("recall@100", float("nan")),
-                )
+                table.setdefault((f"{name} {split}", mode), {})[variant] = row.scores["ndcg@10"]
             say(f"{name} {split} {variant}: " + ", ".join(
                 f"{r.name} {r.scores['ndcg@10']:.4f}" for r in result.rows
             ))  # fmt: skip
     say("")
-    say("nDCG@10 (recall@100), the difference to `none` in brackets")
+    say("nDCG@10, the difference to `none` in brackets")
     say("")
     say("| set | mode | " + " | ".join(variants) + " |")
     say("|---|---|" + "---:|" * len(variants))
     for (label, mode), by_variant in table.items():
-        base = by_variant.get("none", (float("nan"), 0.0))[0]
+        base = by_variant.get("none", float("nan"))
         cells = []
         for variant in variants:
-            ndcg, recall = by_variant[variant]
+            ndcg = by_variant[variant]
             delta = "" if variant == "none" else f" [{ndcg - base:+.4f}]"
-            cells.append(f"{ndcg:.4f} ({recall:.4f}){delta}")
+            cells.append(f"{ndcg:.4f}{delta}")
         say(f"| {label} | {mode} | " + " | ".join(cells) + " |")
     say("")
     say(load_line("at end"))
