@@ -1,4 +1,5 @@
-"""How the dense vectors of a new index are held: as float32 (`none`) or as int8 (`int8`).
+"""How the dense vectors of a new index are held: as int8 (`int8`, the default of
+`CTXR_QUANTIZATION`) or as float32 (`none`).
 
 With `int8`, Qdrant keeps a byte per dimension in memory (scalar quantization, the 0.99
 quantile of the values mapped onto the byte's range) and the float32 originals on disk. The
