@@ -10,8 +10,10 @@ MiniLM vectors plus noise, chosen by a hash of the text) so that what grows or n
 memory, not the model's work; the real model is loaded too, for its tokenizer, as a real run
 loads it. Printed: chunks, seconds, chunks/s, peak RSS (``VmHWM``) of each build, and the peaks
 of its anonymous and file-backed parts apart (sampled every 0.2 s: the shard's vectors are
-memory-mapped files, pages the kernel can take back; anonymous memory it cannot), the ratios,
-and the load average.
+memory-mapped files, pages the kernel can take back; anonymous memory it cannot), those peaks
+again before and in the run's last part, the HNSW build and the read-back check (the last
+``optimize`` + ``check`` seconds of the build, by the report's stage times), the ratios, and
+the load average.
 
 Usage::
 
@@ -25,6 +27,7 @@ import os
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -53,13 +56,12 @@ def build_child(corpus: str, work: str, pool: str, window: str) -> None:
     )
     model = components.make_embedder(settings)  # its tokenizer sizes the chunks
     embedder = PoolEmbedder(np.load(pool), model, SEED)
-    peaks = {"RssAnon": 0.0, "RssFile": 0.0}
+    samples: list[tuple[float, float, float]] = []  # (seconds, anonymous MiB, file MiB)
     done = threading.Event()
 
     def sample() -> None:  # VmHWM is both kinds together; the kernel reclaims only file pages
         while not done.wait(0.2):
-            for key in peaks:
-                peaks[key] = max(peaks[key], status_mib(key))
+            samples.append((time.perf_counter(), status_mib("RssAnon"), status_mib("RssFile")))
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
@@ -69,8 +71,19 @@ def build_child(corpus: str, work: str, pool: str, window: str) -> None:
         done.set()
         sampler.join()
         embedder.close()
-    print(json.dumps({**report.to_json(), "peak_anon_mib": peaks["RssAnon"],
-                      "peak_file_mib": peaks["RssFile"]}))  # fmt: skip
+    # The HNSW build and the read-back check are the run's last stages, after every window.
+    stages = report.stages()
+    last = time.perf_counter() - stages.get("optimize", 0.0) - stages.get("check", 0.0)
+    tail = [s for s in samples if s[0] >= last] or samples[-1:]
+    head = [s for s in samples if s[0] < last]
+
+    def peak(part: list[tuple[float, float, float]], kind: int) -> float:
+        return max((s[kind] for s in part), default=0.0)
+
+    print(json.dumps({**report.to_json(), "peak_anon_mib": peak(samples, 1),
+                      "peak_file_mib": peak(samples, 2), "last_anon_mib": peak(tail, 1),
+                      "last_file_mib": peak(tail, 2), "before_anon_mib": peak(head, 1),
+                      "before_file_mib": peak(head, 2)}))  # fmt: skip
 
 
 def status_mib(key: str) -> float:
@@ -111,7 +124,11 @@ def main(argv: Sequence[str] | None = None) -> None:
             rows.append((size, chunks, run.seconds, run.peak_mib, anon, file))
             say(f"{chunks:,} chunks: {run.seconds:.1f} s, {chunks / run.seconds:.0f} chunks/s, "
                 f"peak RSS {run.peak_mib:,.0f} MiB (anonymous {anon:,.0f}, file-backed "
-                f"{file:,.0f}, each at its own peak); stages " + ", ".join(
+                f"{file:,.0f}, each at its own peak; before the HNSW build and check "
+                f"{report['before_anon_mib']:,.0f} and {report['before_file_mib']:,.0f}, in "
+                f"them {report['last_anon_mib']:,.0f} and {report['last_file_mib']:,.0f}); "
+                "stages "
+                + ", ".join(
                     f"{k} {v:.1f}" for k, v in report["stage_seconds"].items()))  # fmt: skip
     (_, small, small_s, small_mib, small_anon, small_file) = rows[0]
     (_, large, large_s, large_mib, large_anon, large_file) = rows[1]
