@@ -154,7 +154,9 @@ def time_each(
 # --- peak memory ------------------------------------------------------------------------------
 
 
-def _status_mib(field: str, pid: int | str = "self") -> float:
+def status_mib(field: str, pid: int | str = "self") -> float:
+    """A figure of ``/proc/PID/status`` (kB there) in MiB, `field` with its colon
+    (``"RssAnon:"``); NaN when the process is gone (or without ``/proc``)."""
     try:
         with open(f"/proc/{pid}/status", encoding="ascii") as status:
             for line in status:
@@ -168,18 +170,18 @@ def _status_mib(field: str, pid: int | str = "self") -> float:
 def peak_mib() -> float:
     """This process's peak resident memory (``VmHWM``) in MiB, since it started; see the
     module's docstring for why this and not ``ru_maxrss``."""
-    return _status_mib("VmHWM:")
+    return status_mib("VmHWM:")
 
 
 def peak_mib_of(pid: int) -> float:
     """Process `pid`'s peak resident memory (``VmHWM``) in MiB, read while it runs; NaN when
     it is gone (or without ``/proc``)."""
-    return _status_mib("VmHWM:", pid)
+    return status_mib("VmHWM:", pid)
 
 
 def rss_mib() -> float:
     """This process's resident memory now (``VmRSS``) in MiB."""
-    return _status_mib("VmRSS:")
+    return status_mib("VmRSS:")
 
 
 def report_peak_at_exit() -> None:

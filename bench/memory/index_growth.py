@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.common import markdown_corpus
-from bench.common.measure import load_line, run_child, say
+from bench.common.measure import load_line, run_child, say, status_mib
 from bench.common.measure import parser as cli
 from bench.common.pool_embedder import PoolEmbedder, embed_pool
 
@@ -61,7 +61,7 @@ def build_child(corpus: str, work: str, pool: str, window: str) -> None:
 
     def sample() -> None:  # VmHWM is both kinds together; the kernel reclaims only file pages
         while not done.wait(0.2):
-            samples.append((time.perf_counter(), status_mib("RssAnon"), status_mib("RssFile")))
+            samples.append((time.perf_counter(), status_mib("RssAnon:"), status_mib("RssFile:")))
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
@@ -84,15 +84,6 @@ def build_child(corpus: str, work: str, pool: str, window: str) -> None:
                       "peak_file_mib": peak(samples, 2), "last_anon_mib": peak(tail, 1),
                       "last_file_mib": peak(tail, 2), "before_anon_mib": peak(head, 1),
                       "before_file_mib": peak(head, 2)}))  # fmt: skip
-
-
-def status_mib(key: str) -> float:
-    """A ``/proc/self/status`` figure (kB there) in MiB."""
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith(key + ":"):
-                return int(line.split()[1]) / 1024
-    return 0.0
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bench.common import markdown_corpus
-from bench.common.measure import load_line, machine, parser, run_child, say
+from bench.common.measure import load_line, machine, parser, run_child, say, status_mib
 from bench.common.synthetic import make_queries
 
 _CHILD = "import sys; from bench.memory.search_memory import child; child(*sys.argv[1:])"
@@ -68,7 +68,7 @@ def resident_by_mapping() -> Counter[str]:
     return found
 
 
-def child(work: str, chunks: str, queries: str, cold: str) -> None:
+def child(work: str, chunks: str, seed: str, queries: str, cold: str) -> None:
     """In a fresh process: open the kept index, search, print resident memory as JSON."""
     from ctxr.config import load_settings
     from ctxr.retrieve.service import SearchService
@@ -76,13 +76,11 @@ def child(work: str, chunks: str, queries: str, cold: str) -> None:
     index_dir = Path(work) / "index"
     if cold == "1":
         drop_cached_pages(index_dir)
-    corpus = markdown_corpus.corpus(Path(work) / "corpus", int(chunks), 7)
+    corpus = markdown_corpus.corpus(Path(work) / "corpus", int(chunks), int(seed))
     with SearchService(load_settings(index_dir=index_dir)) as service:
-        for query in make_queries(corpus.words, int(queries), 7):
+        for query in make_queries(corpus.words, int(queries), int(seed)):
             service.search(query, k=10)
-        lines = Path("/proc/self/status").read_text(encoding="utf-8").splitlines()
-        wanted = ("VmRSS", "RssAnon", "RssFile")
-        status = {ln.split(":")[0]: int(ln.split()[1]) for ln in lines if ln.startswith(wanted)}
+        status = {field: status_mib(f"{field}:") for field in ("VmRSS", "RssAnon", "RssFile")}
         print(json.dumps({"status": status, "mappings": resident_by_mapping().most_common()}))
 
 
@@ -90,6 +88,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = parser(__doc__)
     p.add_argument("kept", nargs="+", type=Path, help="directories bench.speed.scale kept")
     p.add_argument("--chunks", type=int, required=True, help="the --chunks they were run with")
+    # The corpus's seed is read from each run's state.json, as the scale benchmark wrote it.
     p.add_argument("--queries", type=int, default=200)
     p.add_argument("--cold", action="store_true", help="drop the index's cached pages first")
     args = p.parse_args(argv)
@@ -98,9 +97,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     for work in args.kept:
         state = json.loads((work / "state.json").read_text())
         held = state.get("build", {}).get("quantization", "?")
-        run = run_child(_CHILD, str(work), str(args.chunks), str(args.queries), str(int(args.cold)))
+        run = run_child(_CHILD, str(work), str(args.chunks), str(state["seed"]),
+                        str(args.queries), str(int(args.cold)))  # fmt: skip
         found = json.loads(run.stdout.strip().splitlines()[-1])
-        status = {k: v / 1024 for k, v in found["status"].items()}
+        status = found["status"]
         say("")
         say(
             f"{work} (vectors {held}), after {args.queries} searches: VmRSS "
