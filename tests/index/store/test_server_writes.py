@@ -2,7 +2,8 @@
 
 The server is qdrant-client's local mode (no Qdrant binary can run here) behind a node that
 refuses its first requests the way a cluster does (503 while a replica moves, no connection
-while a node restarts); the store under test is the real `QdrantServerStore`."""
+while a node restarts), or a Qdrant node over HTTP that answers with those statuses
+(`tests.fixtures.qdrant_node`); the store under test is the real `QdrantServerStore`."""
 
 from __future__ import annotations
 
@@ -19,8 +20,11 @@ from ctxr.errors import IndexError_
 from ctxr.index.bm25.weights import document_vector
 from ctxr.index.store.base import StoredPoint
 from ctxr.index.store.server import UPSERT_BATCH, QdrantServerStore
+from ctxr.index.store.server_client import connect
 from ctxr.index.store.server_writes import WritePolicy, transient
 from ctxr.types import chunk_id_for
+from tests.fixtures.qdrant_node import QdrantNode
+from tests.fixtures.servers import serving
 from tests.fixtures.stores import partial_payload
 
 pytestmark = [
@@ -131,3 +135,22 @@ def test_what_counts_as_transient() -> None:
     assert transient(_no_connection()) and transient(_status(503)) and transient(_status(504))
     assert not transient(_status(400)) and not transient(_status(401))
     assert not transient(ValueError("a malformed point"))
+
+
+@pytest.mark.parametrize("status", [503, 429])
+def test_a_node_over_http_that_answers_busy_is_written_to_once_it_answers(status: int) -> None:
+    # The same, through qdrant-client's REST path: the node answers real HTTP statuses.
+    node = QdrantNode()
+    with serving(node.app()) as url:
+        client = connect(url)
+        QdrantServerStore.create(client, "ctxr", DIM, owns_client=False).close()
+        store = QdrantServerStore.open(client, "ctxr", DIM, where=url, writes=FAST)
+        node.refuse_upserts(FAST.attempts - 1, status)
+        points = _points(3 * UPSERT_BATCH + 10)
+        store.upsert(points)
+        assert store.count() == len(points) == node.points_upserted
+        assert node.refused == FAST.attempts - 1 and node.upserts == 4
+        node.refuse_upserts(1, 400)  # a final answer, said with the node's own message
+        with pytest.raises(IndexError_, match=f"at {url} answered 400 while writing to 'ctxr'"):
+            store.upsert(points[:10])
+        store.close()

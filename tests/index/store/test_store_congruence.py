@@ -1,9 +1,11 @@
 """One suite, two backends: `EdgeStore` (qdrant-edge) and `QdrantServerStore` (qdrant-client).
 
 The server backend runs against qdrant-client's local mode (`:memory:`, or `path=` where a
-case reopens), which speaks the server's API; no Qdrant server binary can be had on CI. Each
-case runs on both backends, and the cross-backend cases check that the same points give the
-same rankings and, for BM25 with the IDF modifier, the same scores.
+case reopens), which speaks the server's API; no Qdrant server binary can be had on CI. The
+end-to-end case also builds through a Qdrant node over HTTP (`tests.fixtures.qdrant_node`), so
+qdrant-client's REST path is what writes and searches there. Each case runs on both backends,
+and the cross-backend cases check that the same points give the same rankings and, for BM25
+with the IDF modifier, the same scores.
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ from ctxr.retrieve.service import SearchService
 from ctxr.types import chunk_id_for
 from tests.fakes.hash_embedder import HashEmbedder
 from tests.fixtures.paths import ROOT
+from tests.fixtures.qdrant_node import QdrantNode
+from tests.fixtures.servers import serving
 from tests.fixtures.stores import (
     BACKENDS,
     LOCAL_QDRANT_WARNINGS,
@@ -328,13 +332,15 @@ QUERIES = [
 
 @pytest.fixture(scope="module")
 def examples_hits(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, list[str]]]:
-    """Top-5 chunk ids per (mode, query) for the examples corpus, per backend."""
+    """Top-5 chunk ids per (mode, query) for the examples corpus, per backend: the edge shard,
+    qdrant-client's local mode, and a Qdrant node over HTTP (`tests.fixtures.qdrant_node`)."""
     results: dict[str, dict[str, list[str]]] = {}
     base = tmp_path_factory.mktemp("congruence-e2e")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.chdir(ROOT)  # sources read examples/... on both backends
-        for backend in BACKENDS:
-            url = f"file:{base / 'qdrant-local'}" if backend == "server" else None
+    node = QdrantNode()
+    with pytest.MonkeyPatch.context() as mp, serving(node.app()) as node_url:
+        mp.chdir(ROOT)  # sources read examples/... on every backend
+        urls = {"edge": None, "server": f"file:{base / 'qdrant-local'}", "http": node_url}
+        for backend, url in urls.items():
             settings = load_settings(
                 index_dir=base / backend, cache_dir=base / "cache", qdrant_url=url
             )
@@ -347,20 +353,23 @@ def examples_hits(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[st
                     for mode in ("bm25", "dense", "hybrid")
                     for query in QUERIES
                 }
+        assert node.points_upserted == report.points_total  # every point went over HTTP
     assert (base / "qdrant-local").is_dir()  # the server code path, through qdrant-client
     assert not (base / "server" / "qdrant").exists()  # and no edge shard beside its manifest
+    assert not (base / "http" / "qdrant").exists()
     return results
 
 
+@pytest.mark.parametrize("backend", ["server", "http"])
 @pytest.mark.parametrize("mode", ["bm25", "dense", "hybrid"])
-def test_examples_search_is_the_same_on_both_backends(
-    examples_hits: dict[str, dict[str, list[str]]], mode: str
+def test_examples_search_is_the_same_on_every_backend(
+    examples_hits: dict[str, dict[str, list[str]]], mode: str, backend: str
 ) -> None:
-    edge, server = examples_hits["edge"], examples_hits["server"]
+    edge, other = examples_hits["edge"], examples_hits[backend]
     for query in QUERIES:
         key = f"{mode}:{query}"
         assert len(edge[key]) == 5
-        assert edge[key] == server[key], key
+        assert edge[key] == other[key], key
 
 
 # -- server-only: what a wrong collection looks like ----------------------------------------
