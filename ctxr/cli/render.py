@@ -46,6 +46,8 @@ def print_index_summary(report: IndexReport, verbose: bool = False) -> None:
     rows.append(("contexts", report.context_kind))
     if report.executor != "local":
         rows.append(("split and embedded on", report.executor))
+    if report.points_written_by_workers:
+        rows.append(("written by the workers", f"{report.points_written_by_workers} points"))
     if report.contexts:
         c = report.contexts
         dollars = c.dollars

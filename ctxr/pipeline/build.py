@@ -257,6 +257,8 @@ def _locked_run(
             )
         else:
             manifest, store = opened.manifest, opened.store
+        # Only an embedder the executor made can write where it embeds (`executors.ray`).
+        writer = executor.point_writer(settings, store) if own_embedder else None
     try:
         recipe = document_recipe(settings, plan, chunker_name)
         cache_dir = components.cache_dir(settings)
@@ -286,7 +288,7 @@ def _locked_run(
             incomplete |= run.incomplete
             first_error = first_error or run.first_error
             write(prepared, manifest, store, embedder, analyzer, settings, recipe, report,
-                  windowed)  # fmt: skip
+                  windowed, writer)  # fmt: skip
         if incomplete:
             report.notices.append(incomplete_notice(len(incomplete), first_error))
         if own_embedder:

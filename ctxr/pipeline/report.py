@@ -22,6 +22,9 @@ class IndexReport:
     index_dir: str
     context_kind: str
     executor: str = "local"  # where splitting and embedding ran (`ctxr.pipeline.executors`)
+    # Points the executor's workers embedded and wrote to the store themselves (Ray actors to
+    # a Qdrant server); the driver wrote the rest.
+    points_written_by_workers: int = 0
     files_seen: int = 0
     documents_indexed: int = 0
     documents_unchanged: int = 0

@@ -12,6 +12,12 @@ a window), so no manifest ever counts points that are gone.
 
 BM25 terms are computed batch by batch, not for the whole run at once: only their counts are
 kept ahead (`Prepared.term_counts`, for the mean length), which keeps memory per chunk small.
+
+Given a `PointWriter` (Ray actors writing to a Qdrant server), a batch's points are built
+here without their dense vectors, and the writer embeds and upserts them where it embeds;
+the order (old points deleted first, the manifest recorded once every point is acknowledged)
+is the same. Those vectors skip the driver's embedding cache: a killed run re-embeds the
+batches its saved manifest does not count (embedding costs time, not money).
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from ctxr.index.embed.identifiers import dense_text, split_counter, splits
 from ctxr.index.manifest import DocumentEntry, Manifest
 from ctxr.index.payload import chunk_payload
 from ctxr.index.store.base import Store, StoredPoint
+from ctxr.pipeline.executors.base import PointWriter
 from ctxr.pipeline.manifest_pace import PacedSaves
 from ctxr.pipeline.report import IndexReport
 from ctxr.progress import Progress
@@ -105,7 +112,10 @@ def write(
     recipe: str,
     report: IndexReport,
     progress: Progress,
+    writer: PointWriter | None = None,
 ) -> None:
+    """Write `prepared` in batches: embedded by `embedder` and upserted to `store` here, or
+    both done by `writer` where it runs (`ctxr.pipeline.executors`)."""
     # BM25 length normalisation needs the mean chunk length of the whole index: the documents
     # kept as they are plus the ones written now. Points written earlier keep the mean of their
     # own run (IDF stays exact, Qdrant computes it at query time); --rebuild renormalises all.
@@ -118,7 +128,8 @@ def write(
     context = _Context(store, embedder, analyzer, components.bm25_params(settings), avg_len,
                        settings.embed.context_position == "before",
                        settings.embed.split_identifiers, whole,
-                       PacedSaves(manifest, Path(report.index_dir), store.flush))  # fmt: skip
+                       PacedSaves(manifest, Path(report.index_dir), store.flush),
+                       writer)  # fmt: skip
     progress.start(EMBED_PHASE, len(new_counts))
     # The changed documents leave the manifest, saved once, before any of their old points go
     # (they may now have fewer chunks): a run killed after that leaves points the manifest does
@@ -196,6 +207,7 @@ class _Context:
     split_identifiers: bool  # code's dense text reads identifiers as words (identifiers.py)
     document_avg_len: float  # mean length of whole-document BM25 vectors; 0.0: none written
     saves: PacedSaves  # when the manifest is saved (`manifest_pace.py`)
+    writer: PointWriter | None  # embeds and upserts where it runs; None: this process does
 
 
 def _count_amplification(
@@ -242,15 +254,48 @@ def _write_batch(
             fitted = fit_context(situated, split_counter(count_tokens, split), embedder.max_tokens)
             texts.append(dense_text(fitted.indexed_text(context_first=ctx.context_first), split))
         pieces = [count_tokens(t) for t in texts]
-        vectors = _embed_in_steps(embedder, texts, pieces, progress)
+        vectors = None if ctx.writer else _embed_in_steps(embedder, texts, pieces, progress)
         for (document, _), n in zip(owned, pieces, strict=True):
             if n > embedder.max_tokens:
                 report.chunks_truncated += 1
                 sources = report.truncated_sources
                 sources[document.source] = sources.get(document.source, 0) + 1
         _count_amplification(batch, owned, pieces, ctx, report)
-    with report.timed("write"):
-        _store_batch(batch, owned, vectors, manifest, ctx, recipe, report)
+    if ctx.writer is not None:
+        with report.timed("embed"):  # the writer's actors embed and upsert in one step
+            _write_elsewhere(ctx.writer, batch, owned, texts, pieces, ctx, report, progress)
+    else:
+        assert vectors is not None
+        with report.timed("write"):
+            ctx.store.delete_documents(_starting(batch))
+            ctx.store.upsert(_points(owned, vectors, _carried(batch, ctx), ctx))
+    _record(batch, len(owned), manifest, ctx, recipe, report)
+
+
+def _longest_first(pieces: list[int], max_tokens: int) -> list[int]:
+    """Row numbers, the longest text first (in the embedder's word pieces, as it reads them):
+    the order the local embedder sorts one call into."""
+    return sorted(range(len(pieces)), key=lambda i: -min(pieces[i], max_tokens))
+
+
+def _write_elsewhere(
+    writer: PointWriter,
+    batch: list[_Slice],
+    owned: list[tuple[Document, ContextualChunk]],
+    texts: list[str],
+    pieces: list[int],
+    ctx: _Context,
+    report: IndexReport,
+    progress: Progress,
+) -> None:
+    """The batch's points, all but their vectors, handed to `writer` longest first (so its
+    embedder's batches, and their padding, are those of a local run)."""
+    points = _points(owned, None, _carried(batch, ctx), ctx)
+    order = _longest_first(pieces, ctx.embedder.max_tokens)
+    ctx.store.delete_documents(_starting(batch))
+    writer.write([texts[i] for i in order], [points[i] for i in order])
+    report.points_written_by_workers += len(points)
+    progress.advance(EMBED_PHASE, len(points))
 
 
 def _embed_in_steps(
@@ -262,7 +307,7 @@ def _embed_in_steps(
     The steps take the texts longest first (in the embedder's own word pieces, as read), the
     order the local embedder sorts one call into: its batches of 8 are then the ones a single
     call would make, so the steps pad no more than one call did."""
-    order = sorted(range(len(texts)), key=lambda i: -min(pieces[i], embedder.max_tokens))
+    order = _longest_first(pieces, embedder.max_tokens)
     out = np.zeros((len(texts), embedder.dim), dtype=np.float32)
     for start in range(0, len(order), EMBED_STEP_CHUNKS):
         rows = order[start : start + EMBED_STEP_CHUNKS]
@@ -283,31 +328,42 @@ def _carried(batch: list[_Slice], ctx: _Context) -> dict[str, SparseTerms]:
     return carried
 
 
-def _store_batch(
-    batch: list[_Slice],
+def _starting(batch: list[_Slice]) -> list[str]:
+    """The documents whose first chunks this batch writes: their old points go first."""
+    return [s.item.document.doc_id for s in batch if s.first]
+
+
+def _points(
     owned: list[tuple[Document, ContextualChunk]],
-    vectors: FloatMatrix,
-    manifest: Manifest,
+    vectors: FloatMatrix | None,
+    carried: dict[str, SparseTerms],
     ctx: _Context,
-    recipe: str,
-    report: IndexReport,
-) -> None:
+) -> list[StoredPoint]:
+    """The batch's points; without dense vectors (empty) when `vectors` is None."""
     points: list[StoredPoint] = []
-    carried = _carried(batch, ctx)
     for row, (document, situated) in enumerate(owned):
         terms = ctx.analyzer.terms(situated.indexed_text())
         points.append(
             StoredPoint(
                 point_id=situated.chunk.chunk_id,
-                dense=vectors[row].tolist(),
+                dense=vectors[row].tolist() if vectors is not None else [],
                 sparse=document_vector(terms, ctx.avg_len, ctx.params),
                 payload=chunk_payload(document, situated),
                 document=carried.get(situated.chunk.chunk_id),
             )
         )
-    starting = [s.item.document.doc_id for s in batch if s.first]
-    ctx.store.delete_documents(starting)
-    ctx.store.upsert(points)
+    return points
+
+
+def _record(
+    batch: list[_Slice],
+    written: int,
+    manifest: Manifest,
+    ctx: _Context,
+    recipe: str,
+    report: IndexReport,
+) -> None:
+    """Count the documents this batch finished in the manifest (saved when due)."""
     now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     finished = [s.item for s in batch if s.last]
     for item in finished:
@@ -324,4 +380,4 @@ def _store_batch(
         )
     ctx.saves.recorded()  # flushes first when it saves: the manifest never runs ahead
     report.documents_indexed += len(finished)
-    report.chunks_written += len(points)
+    report.chunks_written += written

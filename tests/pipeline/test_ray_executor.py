@@ -1,6 +1,8 @@
 """A Ray-built index is the index a local run builds: the same chunk ids, payloads and BM25
 vectors, dense vectors equal to float rounding, and the same hits; and a Ray run stopped
-midway is completed by the next, as a local one is.
+midway is completed by the next, as a local one is. With a Qdrant server as the store (a
+node over HTTP, `tests.fixtures.qdrant_node`), the actors write the points themselves and the
+index is still the local one.
 
 Runs where the `ray` extra is installed (CI's Ray step), on a local Ray of 2 CPUs; skipped
 elsewhere. The Ray run embeds with its own, empty cache, so every vector it writes was made on
@@ -17,6 +19,8 @@ import numpy as np
 import pytest
 
 from ctxr.config import Settings, load_settings
+from ctxr.errors import IndexError_
+from ctxr.index.bm25.weights import SparseTerms
 from ctxr.index.manifest import Manifest
 from ctxr.index.store import factory as store_factory
 from ctxr.index.store.base import ScannedPoint
@@ -25,6 +29,8 @@ from ctxr.retrieve.service import SearchService
 from tests.fixtures.index import BuiltIndex
 from tests.fixtures.paths import ROOT
 from tests.fixtures.progress import RecordingProgress
+from tests.fixtures.qdrant_node import QdrantNode
+from tests.fixtures.servers import serving
 
 ray = pytest.importorskip("ray", reason="the ray extra is not installed")
 
@@ -70,6 +76,27 @@ def test_ray_run_reports_where_it_ran(ray_index: tuple[Settings, dict[str, Any]]
     _, report = ray_index
     assert report["executor"] == "ray"
     assert report["failed"] == [] and report["documents_indexed"] == 10
+    assert report["points_written_by_workers"] == 0  # the embedded shard: the driver writes
+
+
+def _same_terms(a: SparseTerms, b: SparseTerms) -> bool:
+    return list(a.indices) == list(b.indices) and np.allclose(a.values, b.values, rtol=1e-6)
+
+
+def _same_points(local: dict[str, ScannedPoint], distributed: dict[str, ScannedPoint]) -> None:
+    assert sorted(local) == sorted(distributed)  # uuid5 of document and index: the same chunks
+    worst = 0.0
+    for point_id, mine in local.items():
+        theirs = distributed[point_id]
+        assert theirs.payload == mine.payload
+        # The embedded shard keeps BM25 weights as float32, a server as they were sent.
+        assert _same_terms(theirs.sparse, mine.sparse)
+        assert (theirs.document is None) == (mine.document is None)
+        if theirs.document is not None and mine.document is not None:
+            assert _same_terms(theirs.document, mine.document)
+        gap = float(np.max(np.abs(np.asarray(theirs.dense) - np.asarray(mine.dense))))
+        worst = max(worst, gap)
+    assert worst < 1e-4, f"dense vectors differ by up to {worst}"
 
 
 def test_ray_index_is_the_local_index(
@@ -77,16 +104,7 @@ def test_ray_index_is_the_local_index(
 ) -> None:
     ray_settings, report = ray_index
     assert report["chunks_written"] == examples_index.report.chunks_written
-    local, distributed = _points(examples_index.settings), _points(ray_settings)
-    assert sorted(local) == sorted(distributed)  # uuid5 of document and index: the same chunks
-    worst = 0.0
-    for point_id, mine in local.items():
-        theirs = distributed[point_id]
-        assert theirs.payload == mine.payload
-        assert theirs.sparse == mine.sparse and theirs.document == mine.document
-        gap = float(np.max(np.abs(np.asarray(theirs.dense) - np.asarray(mine.dense))))
-        worst = max(worst, gap)
-    assert worst < 1e-4, f"dense vectors differ by up to {worst}"
+    _same_points(_points(examples_index.settings), _points(ray_settings))
     local_manifest = Manifest.load(examples_index.index_dir)
     ray_manifest = Manifest.load(ray_settings.index_dir)
     assert local_manifest.documents.keys() == ray_manifest.documents.keys()
@@ -117,6 +135,76 @@ def test_an_unchanged_corpus_costs_a_ray_run_nothing(
     finally:
         os.chdir(cwd)
     assert again.documents_unchanged == 10 and again.chunks_written == 0
+
+
+@pytest.fixture(scope="module")
+def node_index(
+    local_ray: None, examples_index: BuiltIndex, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[Settings, dict[str, Any], QdrantNode]]:
+    """A Ray run whose store is a Qdrant node over HTTP: its actors write the points."""
+    work = tmp_path_factory.mktemp("ray-node")
+    node = QdrantNode()
+    with serving(node.app()) as url, pytest.MonkeyPatch.context() as mp:
+        settings = load_settings(
+            index_dir=work / "idx",
+            cache_dir=work / "cache",
+            executor="ray",
+            ray_worker_cpus=1,
+            qdrant_url=url,
+        )
+        mp.chdir(ROOT)
+        report = build_index(["examples"], settings)
+        yield settings, report.to_json(), node
+
+
+def test_ray_actors_write_to_a_qdrant_server_themselves(
+    node_index: tuple[Settings, dict[str, Any], QdrantNode], examples_index: BuiltIndex
+) -> None:
+    settings, report, node = node_index
+    assert report["failed"] == [] and report["documents_indexed"] == 10
+    written = report["chunks_written"]
+    assert written == examples_index.report.chunks_written
+    assert report["points_written_by_workers"] == written == node.points_upserted
+    _same_points(_points(examples_index.settings), _points(settings))
+    with SearchService(examples_index.settings) as local, SearchService(settings) as built:
+        for query in QUERIES:
+            mine = [h.chunk_id for h in local.search(query, k=5)]
+            assert [h.chunk_id for h in built.search(query, k=5)] == mine, query
+
+
+def test_a_changed_document_is_rewritten_by_the_actors(
+    node_index: tuple[Settings, dict[str, Any], QdrantNode],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    settings, _, node = node_index
+    corpus = tmp_path / "docs"
+    corpus.mkdir()
+    page = corpus / "kettle.md"
+    sections = [f"## Part {n}\n\nThe kettle whistles at {n}0 degrees, then rests." for n in "1234"]
+    page.write_text("# Kettle\n\n" + "\n\n".join(sections) + "\n", encoding="utf-8")
+    moved = settings.replace(
+        index_dir=tmp_path / "idx", qdrant_collection="changed", chunk_tokens=24
+    )
+    monkeypatch.chdir(tmp_path)
+    assert build_index(["docs"], moved).points_written_by_workers > 1
+    page.write_text("# Kettle\n\nThe kettle now sings at eighty degrees.\n", encoding="utf-8")
+    again = build_index(["docs"], moved)
+    assert again.documents_indexed == 1 and again.points_written_by_workers == 1
+    texts = [p.payload["text"] for page in _scan(moved) for p in page]
+    assert len(texts) == 1 and "eighty" in texts[0]  # the old points went before the new came
+    node.refuse_upserts(1, 400)  # a final refusal, said as ctxr says a store's errors
+    page.write_text("# Kettle\n\nThe kettle is quiet.\n", encoding="utf-8")
+    with pytest.raises(IndexError_, match="answered 400 while writing to 'changed'"):
+        build_index(["docs"], moved)
+
+
+def _scan(settings: Settings) -> list[list[ScannedPoint]]:
+    store = store_factory.open_store(settings.store, settings.index_dir)
+    try:
+        return list(store.scan())
+    finally:
+        store.close()
 
 
 class _CtrlC(RecordingProgress):

@@ -9,8 +9,10 @@ index the other builds (`tests/pipeline/test_ray_executor.py` checks it point by
 
 What stays in the driver, and why: reading the files (they are on the machine that runs
 `ctxr index`), the LLM contexts (one async queue is one rate budget and one place that submits
-batches, however many workers there are), and the writes (the manifest records a batch once
-its points are flushed, which is what makes a killed run resume without paying twice).
+batches, however many workers there are), and the manifest (it records a batch once its points
+are flushed, which is what makes a killed run resume without paying twice). The points are
+written by the driver too, except where the workers can reach the store themselves (Ray
+actors and a Qdrant server: `Executor.point_writer`).
 """
 
 from __future__ import annotations

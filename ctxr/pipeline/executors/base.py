@@ -9,10 +9,23 @@ from typing import Protocol
 from ctxr.config import Settings
 from ctxr.enrich.split.inflation import LanguageBudget
 from ctxr.index.embed.base import Embedder
+from ctxr.index.store.base import Store, StoredPoint
 from ctxr.pipeline.chunking import BudgetedChunker, Chunker
 from ctxr.types import Chunk, Document
 
 Split = tuple[Document, list[Chunk]]
+
+
+class PointWriter(Protocol):
+    """Embeds chunks and writes their points where they were embedded: Ray actors, straight
+    to a Qdrant server, so vectors never travel through the driver. The driver still deletes
+    a document's old points before and records the manifest after (`ctxr.pipeline.write`)."""
+
+    def write(self, texts: Sequence[str], points: Sequence[StoredPoint]) -> None:
+        """Embed `texts` (longest first, as the run orders them) into the dense vectors of
+        `points` (the rest of each point filled in) and upsert them; returns once the store
+        has acknowledged every point."""
+        ...
 
 
 class Executor(Protocol):
@@ -36,6 +49,11 @@ class Executor(Protocol):
     ) -> Iterator[Split]:
         """Each document (its detected language set) with its chunks, in input order.
         `chunker` replaces ctxr's splitter when given; `embedder` is the run's."""
+        ...
+
+    def point_writer(self, settings: Settings, store: Store) -> PointWriter | None:
+        """Who embeds and writes the points when not the driver (None: the driver embeds
+        through the run's embedder and writes to `store` itself)."""
         ...
 
     def close(self) -> None: ...

@@ -7,8 +7,9 @@ from collections.abc import Iterator, Sequence
 from ctxr.config import Settings
 from ctxr.index import components
 from ctxr.index.embed.base import Embedder
+from ctxr.index.store.base import Store
 from ctxr.pipeline.chunking import Chunker, run_chunker
-from ctxr.pipeline.executors.base import Split, split_documents
+from ctxr.pipeline.executors.base import PointWriter, Split, split_documents
 from ctxr.types import Document
 
 
@@ -27,6 +28,9 @@ class LocalExecutor:
     ) -> Iterator[Split]:
         own, budget_for = run_chunker(settings, chunker, embedder)
         return split_documents(documents, own, budget_for)
+
+    def point_writer(self, settings: Settings, store: Store) -> PointWriter | None:
+        return None  # this process embeds and writes
 
     def close(self) -> None:
         return None

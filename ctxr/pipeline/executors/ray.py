@@ -15,22 +15,33 @@ Placement keeps the index the one a local run builds:
 - a given chunker (an evaluation set's own chunks) is a Python object of the caller's, split in
   the driver; an HTTP embedder (`CTXR_EMBEDDER=openai`) stays in the driver too, where one rate
   budget holds for the run (N actors would each spend the whole budget).
+
+Where the points are written depends on the store. The embedded shard is a directory on the
+driver's machine: vectors come back to the driver, which writes them. A Qdrant server
+(`CTXR_QDRANT_URL=http(s)://...`) can be written from anywhere: each embedding actor then
+upserts the points it embedded itself (`RayEmbedder.write`), in parallel, so vectors never
+travel through the driver; the driver deletes a changed document's old points first and
+records the manifest once every actor has its points acknowledged.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ctxr.config import RunSettings, Settings
-from ctxr.errors import ConfigError
+from ctxr.errors import ConfigError, CtxrError
 from ctxr.index import components
 from ctxr.index.embed.base import Embedder, EmbedderWrapper, FloatMatrix
+from ctxr.index.store import factory as store_factory
+from ctxr.index.store.base import Store, StoredPoint
 from ctxr.pipeline.chunking import Chunker, run_chunker
-from ctxr.pipeline.executors.base import Split, split_documents
+from ctxr.pipeline.executors.base import PointWriter, Split, split_documents
 from ctxr.pipeline.executors.local import LocalExecutor
 from ctxr.types import Document
 
@@ -63,13 +74,38 @@ class _SplitWorker:
 
 
 class _EmbedWorker:
-    """A Ray actor: the run's embedder, its model loaded once."""
+    """A Ray actor: the run's embedder, its model loaded once; and, when the run writes to a
+    Qdrant server, its own connection to it, opened at the first write."""
 
     def __init__(self, settings: Settings) -> None:
+        self._settings = settings
         self._embedder = components.make_embedder(settings)
+        self._store: Store | None = None
 
     def embed(self, texts: list[str]) -> FloatMatrix:
         return self._embedder.embed(texts)
+
+    def embed_and_write(self, texts: list[str], points: list[StoredPoint]) -> int:
+        vectors = self._embedder.embed(texts)
+        if self._store is None:
+            settings = self._settings
+            dim = self._embedder.dim
+            self._store = store_factory.open_store(settings.store, Path(settings.index_dir), dim)
+        filled = [replace(p, dense=row.tolist()) for p, row in zip(points, vectors, strict=True)]
+        self._store.upsert(filled)  # returns once the server has acknowledged every point
+        return len(filled)
+
+
+def _results(refs: list[Any]) -> list[Any]:
+    """`ray.get(refs)`, with an actor's ctxr error raised as itself: its message names the
+    thing and the fix, where Ray's wrapper would lead with the actor's traceback."""
+    ray = _ray()
+    try:
+        return list(ray.get(refs))
+    except ray.exceptions.RayTaskError as exc:
+        if isinstance(exc.cause, CtxrError):
+            raise exc.cause from None
+        raise
 
 
 class RayEmbedder(EmbedderWrapper):
@@ -85,17 +121,28 @@ class RayEmbedder(EmbedderWrapper):
         self._actors: list[Any] = []
         self._batch = batch  # slices are multiples of it (see the module's docstring)
 
+    def _shares(self, count: int) -> list[tuple[Any, slice]]:
+        """Each actor with its contiguous slice of `count` texts, a multiple of the batch."""
+        if not self._actors:
+            self._actors = self._make_actors()
+        share = math.ceil(count / len(self._actors))
+        share = math.ceil(share / self._batch) * self._batch
+        starts = range(0, count, share)
+        return [(a, slice(i, i + share)) for a, i in zip(self._actors, starts, strict=False)]
+
     def embed(self, texts: Sequence[str]) -> FloatMatrix:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        if not self._actors:
-            self._actors = self._make_actors()
-        share = math.ceil(len(texts) / len(self._actors))
-        share = math.ceil(share / self._batch) * self._batch
-        slices = [list(texts[i : i + share]) for i in range(0, len(texts), share)]
-        ray = _ray()
-        refs = [actor.embed.remote(part) for actor, part in zip(self._actors, slices, strict=False)]
-        return np.vstack(ray.get(refs)).astype(np.float32, copy=False)
+        refs = [actor.embed.remote(list(texts[part])) for actor, part in self._shares(len(texts))]
+        return np.vstack(_results(refs)).astype(np.float32, copy=False)
+
+    def write(self, texts: Sequence[str], points: Sequence[StoredPoint]) -> None:
+        """`PointWriter.write`: each actor embeds its slice and upserts those points itself."""
+        refs = [
+            actor.embed_and_write.remote(list(texts[part]), list(points[part]))
+            for actor, part in self._shares(len(texts))
+        ]
+        _results(refs)
 
     def close(self) -> None:
         ray = _ray()
@@ -112,6 +159,7 @@ class RayExecutor:
         ray = _ray()
         self._run = run
         self._started = False
+        self._embedder: RayEmbedder | None = None  # the run's, once `embedder` made it
         if not ray.is_initialized():
             # RAY_ADDRESS, when set, is read by ray.init itself; unset, a local Ray starts.
             ray.init(
@@ -140,13 +188,23 @@ class RayExecutor:
         local = components.make_embedder(settings)
         if settings.embed.embedder != "local":
             return local  # HTTP: one rate budget, in the driver (see the module's docstring)
-        return RayEmbedder(
+        self._embedder = RayEmbedder(
             local,
             lambda: self._actors(
                 _EmbedWorker, settings, self._workers(), self._run.ray_worker_gpus
             ),
             settings.embed.embed_batch_size,
         )
+        return self._embedder
+
+    def point_writer(self, settings: Settings, store: Store) -> PointWriter | None:
+        """The embedding actors, when they can reach the store themselves: a Qdrant server
+        over http(s). The embedded shard, and qdrant-client's local mode (a `file:` URL),
+        are directories one process holds: the driver writes those."""
+        url = settings.store.qdrant_url or ""
+        if self._embedder is None or not url.startswith(("http://", "https://")):
+            return None
+        return self._embedder
 
     def split(
         self,
