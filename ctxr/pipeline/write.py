@@ -46,7 +46,7 @@ from ctxr.pipeline.report import IndexReport
 from ctxr.progress import Progress
 from ctxr.types import ContextualChunk, Document
 
-WRITE_BATCH_CHUNKS = 256
+WRITE_BATCH_CHUNKS = 256  # or more, where the embedder needs more to keep its workers busy
 # The embeddings bar advances after each step of this many chunks, not once per write batch:
 # at ~24 chunks/s on two cores a batch of 256 took ~10 s a step.
 EMBED_STEP_CHUNKS = 64
@@ -141,7 +141,8 @@ def write(
             report.chunks_removed += manifest.documents.pop(doc_id).chunks
         context.saves.save_now()
     try:
-        for batch in _batches(prepared, WRITE_BATCH_CHUNKS):
+        size = max(WRITE_BATCH_CHUNKS, _texts_per_call(embedder))
+        for batch in _batches(prepared, size):
             _write_batch(batch, manifest, context, recipe, report, progress)
     except BaseException:
         # What was flushed is recorded: keep it, and let the first error be the one said.
@@ -272,6 +273,12 @@ def _write_batch(
     _record(batch, len(owned), manifest, ctx, recipe, report)
 
 
+def _texts_per_call(embedder: Embedder) -> int:
+    """Texts an embed call needs to keep a pool of workers busy: with 32 Ray actors, steps of
+    64 texts (8 per ONNX batch) would leave 24 of them idle. 0 for a local embedder."""
+    return int(getattr(embedder, "texts_per_call", 0))
+
+
 def _longest_first(pieces: list[int], max_tokens: int) -> list[int]:
     """Row numbers, the longest text first (in the embedder's word pieces, as it reads them):
     the order the local embedder sorts one call into."""
@@ -302,15 +309,17 @@ def _embed_in_steps(
     embedder: Embedder, texts: list[str], pieces: list[int], progress: Progress
 ) -> FloatMatrix:
     """Vectors for `texts`, embedded `EMBED_STEP_CHUNKS` at a time so the bar moves within a
-    batch (a file of thousands of chunks moves it as much as many small files do).
+    batch (a file of thousands of chunks moves it as much as many small files do); a pool of
+    workers is given at least one batch each per step (`_texts_per_call`).
 
     The steps take the texts longest first (in the embedder's own word pieces, as read), the
     order the local embedder sorts one call into: its batches of 8 are then the ones a single
     call would make, so the steps pad no more than one call did."""
     order = _longest_first(pieces, embedder.max_tokens)
     out = np.zeros((len(texts), embedder.dim), dtype=np.float32)
-    for start in range(0, len(order), EMBED_STEP_CHUNKS):
-        rows = order[start : start + EMBED_STEP_CHUNKS]
+    step = max(EMBED_STEP_CHUNKS, _texts_per_call(embedder))
+    for start in range(0, len(order), step):
+        rows = order[start : start + step]
         out[rows] = embedder.embed([texts[i] for i in rows])
         progress.advance(EMBED_PHASE, len(rows))
     return out

@@ -3,11 +3,13 @@ the time went, and Ctrl-C (KeyboardInterrupt) says what was kept."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
 from ctxr.config import Settings, load_settings
+from ctxr.index.embed.base import EmbedderWrapper, FloatMatrix
 from ctxr.index.manifest import Manifest
 from ctxr.index.store.edge import EdgeStore
 from ctxr.index.store.factory import shard_path
@@ -74,6 +76,37 @@ def test_embeddings_advance_within_one_large_document(tmp_path: Path) -> None:
     during = [done for done, recorded in progress.steps if recorded == 0]
     assert len(during) >= chunks // writer.EMBED_STEP_CHUNKS
     assert during == sorted(during) and during[0] <= writer.EMBED_STEP_CHUNKS
+
+
+class _Pool(EmbedderWrapper):
+    """An embedder that says how many texts keep its workers busy, as the Ray embedder does
+    (workers x batch), and keeps the size of each call it is given."""
+
+    def __init__(self, workers: int) -> None:
+        super().__init__(HashEmbedder())
+        self.workers = workers
+        self.calls: list[int] = []
+
+    @property
+    def texts_per_call(self) -> int:
+        return self.workers * 8
+
+    def embed(self, texts: Sequence[str]) -> FloatMatrix:
+        self.calls.append(len(texts))
+        return self.inner.embed(texts)
+
+
+@pytest.mark.parametrize("workers", [12, 40])
+def test_a_pool_of_workers_is_given_a_batch_each_per_step(tmp_path: Path, workers: int) -> None:
+    corpus = _big_document(tmp_path / "corpus", sections=400)
+    pool = _Pool(workers)
+    report = build_index([corpus], _settings(tmp_path), embedder=pool)
+    chunks = report.chunks_written
+    each = workers * 8  # 96: steps of 96 in batches of 256; 320: batches and steps of 320
+    assert chunks > 2 * max(each, writer.WRITE_BATCH_CHUNKS)
+    assert sum(pool.calls) == chunks and max(pool.calls) == each
+    batch = max(each, writer.WRITE_BATCH_CHUNKS)
+    assert pool.calls[: batch // each + 1] == [each] * (batch // each) + [batch % each or each]
 
 
 def test_the_report_says_where_the_time_went_and_how_fast(tmp_path: Path) -> None:

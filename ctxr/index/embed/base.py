@@ -69,6 +69,12 @@ class EmbedderWrapper(ABC):
     def count_tokens(self, text: str) -> int:
         return self.inner.count_tokens(text)
 
+    @property
+    def texts_per_call(self) -> int:
+        """How many texts one `embed` call needs to keep every worker busy (0: any number;
+        a pool of workers says how many, see `ctxr.pipeline.executors.ray`)."""
+        return int(getattr(self.inner, "texts_per_call", 0))
+
     @abstractmethod
     def embed(self, texts: Sequence[str]) -> FloatMatrix: ...
 

@@ -11,7 +11,10 @@ Placement keeps the index the one a local run builds:
 - documents go to the splitters in contiguous batches and come back in input order;
 - the embedder's texts arrive sorted longest first (`pipeline.write`), and each actor gets a
   contiguous slice whose length is a multiple of the local embedder's batch, so every ONNX
-  batch (and so its padding) is the one a local run makes: vectors agree to float rounding;
+  batch (and so its padding) is the one a local run makes: vectors agree to float rounding
+  (past 32 actors a write batch holds more than a local run's 256 chunks and the texts are
+  grouped otherwise; that moves no vector of the bundled MiniLM, whose vector for a text is
+  the same alone or padded in any batch);
 - a given chunker (an evaluation set's own chunks) is a Python object of the caller's, split in
   the driver; an HTTP embedder (`CTXR_EMBEDDER=openai`) stays in the driver too, where one rate
   budget holds for the run (N actors would each spend the whole budget).
@@ -115,11 +118,19 @@ class RayEmbedder(EmbedderWrapper):
     The actors are made at the first `embed`: a run opens its embedder before it splits, and
     embedders holding every CPU would leave the splitter actors waiting for one forever."""
 
-    def __init__(self, local: Embedder, make_actors: Callable[[], list[Any]], batch: int) -> None:
+    def __init__(
+        self, local: Embedder, make_actors: Callable[[], list[Any]], batch: int, workers: int
+    ) -> None:
         super().__init__(local)
         self._make_actors = make_actors
         self._actors: list[Any] = []
         self._batch = batch  # slices are multiples of it (see the module's docstring)
+        self._workers = workers
+
+    @property
+    def texts_per_call(self) -> int:
+        """One embedder batch per actor: a call with fewer texts leaves actors idle."""
+        return self._workers * self._batch
 
     def _shares(self, count: int) -> list[tuple[Any, slice]]:
         """Each actor with its contiguous slice of `count` texts, a multiple of the batch."""
@@ -188,12 +199,12 @@ class RayExecutor:
         local = components.make_embedder(settings)
         if settings.embed.embedder != "local":
             return local  # HTTP: one rate budget, in the driver (see the module's docstring)
+        workers = self._workers()
         self._embedder = RayEmbedder(
             local,
-            lambda: self._actors(
-                _EmbedWorker, settings, self._workers(), self._run.ray_worker_gpus
-            ),
+            lambda: self._actors(_EmbedWorker, settings, workers, self._run.ray_worker_gpus),
             settings.embed.embed_batch_size,
+            workers,
         )
         return self._embedder
 
