@@ -10,6 +10,7 @@ a Ray actor, not read back from the local run's cache."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -223,24 +224,32 @@ class _CtrlC(RecordingProgress):
                 raise KeyboardInterrupt
 
 
+@pytest.mark.parametrize("store", ["shard", "node"])
 def test_a_stopped_ray_run_is_completed_by_the_next(
     local_ray: None,
     examples_index: BuiltIndex,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
+    store: str,
 ) -> None:
+    # "node": the actors write to a Qdrant server, and Ctrl-C comes after a batch's points
+    # are written but before the manifest records them: the next run must clear and redo it.
     from ctxr.pipeline import write as writer
 
     monkeypatch.setattr(writer, "WRITE_BATCH_CHUNKS", 16)  # several batches to keep
-    settings = load_settings(
-        index_dir=tmp_path / "idx", cache_dir=tmp_path / "cache", executor="ray"
-    )
     monkeypatch.chdir(ROOT)
-    with pytest.raises(KeyboardInterrupt):
-        build_index(["examples"], settings, progress=_CtrlC(at_step=3))
-    kept = Manifest.load(settings.index_dir).documents
-    assert 0 < len(kept) < 10  # the batches written before Ctrl-C are recorded
-    resumed = build_index(["examples"], settings)
-    assert resumed.documents_unchanged == len(kept)
-    assert resumed.documents_indexed == 10 - len(kept)
-    assert sorted(_points(settings)) == sorted(_points(examples_index.settings))
+    with contextlib.ExitStack() as stack:
+        url = stack.enter_context(serving(QdrantNode().app())) if store == "node" else None
+        settings = load_settings(
+            index_dir=tmp_path / "idx", cache_dir=tmp_path / "cache", executor="ray",
+            qdrant_url=url,
+        )  # fmt: skip
+        with pytest.raises(KeyboardInterrupt):
+            build_index(["examples"], settings, progress=_CtrlC(at_step=3))
+        kept = Manifest.load(settings.index_dir).documents
+        assert 0 < len(kept) < 10  # the batches written before Ctrl-C are recorded
+        resumed = build_index(["examples"], settings)
+        assert resumed.documents_unchanged == len(kept)
+        assert resumed.documents_indexed == 10 - len(kept)
+        assert (resumed.points_written_by_workers > 0) == (store == "node")
+        _same_points(_points(examples_index.settings), _points(settings))
