@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from ctxr.api.client import UPDATE_PATH
@@ -63,7 +63,7 @@ from ctxr.api.trials import add_trials_route
 from ctxr.config import Settings
 from ctxr.errors import ConfigError, CtxrError
 from ctxr.index.owner import Owner
-from ctxr.retrieve.hits import Asked, HitsBatch, HitsResult, hits_result, result_json
+from ctxr.retrieve.hits import Asked, HitsBatch, HitsResult, hits_result, result_bytes
 from ctxr.retrieve.rerank.registry import resolve as resolve_reranker
 from ctxr.retrieve.searcher import SearchOptions
 
@@ -144,7 +144,7 @@ def create_app(
         status = 422 if isinstance(exc, ConfigError) else 503
         return JSONResponse({"detail": str(exc)}, status_code=status)
 
-    async def search(request: Request, body: SearchRequestBase) -> JSONResponse:
+    async def search(request: Request, body: SearchRequestBase) -> Response:
         """Hybrid, dense or BM25 search: one query answers a `ctxr.hits/1` result, a batch
         ("queries") one per query under `results`. The search's time is in `Server-Timing`."""
         texts = body.texts
@@ -165,8 +165,10 @@ def create_app(
         answers = [hits_result(t, hits, asked) for t, hits in zip(texts, results, strict=True)]
         batch = HitsBatch.model_validate({"results": answers})
         answer = answers[0] if body.query is not None else batch
-        return JSONResponse(
-            result_json(answer), headers={"Server-Timing": f"search;dur={took_ms:.2f}"}
+        return Response(
+            result_bytes(answer),
+            media_type="application/json",
+            headers={"Server-Timing": f"search;dur={took_ms:.2f}"},
         )
 
     # The request model carries this server's limits, so it is made here; FastAPI reads the
