@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from ctxr.config import RunSettings, Settings
-from ctxr.errors import ConfigError, CtxrError
+from ctxr.errors import ConfigError, CtxrError, IndexError_
 from ctxr.index import components
 from ctxr.index.embed.base import Embedder, EmbedderWrapper, FloatMatrix
 from ctxr.index.store import factory as store_factory
@@ -90,12 +90,19 @@ class _EmbedWorker:
 
     def embed_and_write(self, texts: list[str], points: list[StoredPoint]) -> int:
         vectors = self._embedder.embed(texts)
-        if self._store is None:
-            settings = self._settings
-            dim = self._embedder.dim
-            self._store = store_factory.open_store(settings.store, Path(settings.index_dir), dim)
         filled = [replace(p, dense=row.tolist()) for p, row in zip(points, vectors, strict=True)]
-        self._store.upsert(filled)  # returns once the server has acknowledged every point
+        try:
+            if self._store is None:
+                settings = self._settings
+                dim = self._embedder.dim
+                self._store = store_factory.open_store(settings.store, Path(settings.index_dir),
+                                                       dim)  # fmt: skip
+            self._store.upsert(filled)  # returns once the server has acknowledged every point
+        except IndexError_ as exc:
+            # Said from where it happened: a server the driver reaches may be out of a
+            # worker's reach (a URL of localhost, a firewall between nodes).
+            node = _ray().util.get_node_ip_address()
+            raise IndexError_(f"on the Ray worker at {node}: {exc}") from None
         return len(filled)
 
 
