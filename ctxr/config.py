@@ -232,6 +232,15 @@ class EmbedSettings(_Group):
     context_position: Literal["before", "after"] = Field(
         "before", description="where the context goes in the embedded text: before the chunk"
     )
+    # Asymmetric embedders read a role before the text: e5 "query: " and "passage: ", nomic
+    # "search_query: " and "search_document: ", bge an instruction before queries only. The
+    # index records both (vectors made with one pair do not answer queries made with another).
+    embedding_query_prefix: str = Field(
+        "", description='text put before every query the embedder reads, e.g. "query: "'
+    )
+    embedding_document_prefix: str = Field(
+        "", description='text put before every chunk the embedder reads, e.g. "passage: "'
+    )
 
     @field_validator(
         "embedding_model",

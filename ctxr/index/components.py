@@ -73,6 +73,8 @@ def index_settings(settings: Settings, embedder: Embedder, analyzer: Bm25Analyze
         analyzer=analyzer.name,
         bm25_k1=settings.store.bm25_k1,
         bm25_b=settings.store.bm25_b,
+        query_prefix=settings.embed.embedding_query_prefix,
+        document_prefix=settings.embed.embedding_document_prefix,
     )
 
 

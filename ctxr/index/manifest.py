@@ -30,6 +30,10 @@ class IndexSettings:
     analyzer: str
     bm25_k1: float
     bm25_b: float
+    # What the embedder read before each query and each chunk (`CTXR_EMBEDDING_QUERY_PREFIX`,
+    # `CTXR_EMBEDDING_DOCUMENT_PREFIX`); empty in manifests written before them.
+    query_prefix: str = ""
+    document_prefix: str = ""
 
     def mismatches(self, other: IndexSettings) -> list[str]:
         mine, theirs = asdict(self), asdict(other)

@@ -129,7 +129,7 @@ def write(
                        settings.embed.context_position == "before",
                        settings.embed.split_identifiers, whole,
                        PacedSaves(manifest, Path(report.index_dir), store.flush),
-                       writer)  # fmt: skip
+                       writer, settings.embed.embedding_document_prefix)  # fmt: skip
     progress.start(EMBED_PHASE, len(new_counts))
     # The changed documents leave the manifest, saved once, before any of their old points go
     # (they may now have fewer chunks): a run killed after that leaves points the manifest does
@@ -209,6 +209,7 @@ class _Context:
     document_avg_len: float  # mean length of whole-document BM25 vectors; 0.0: none written
     saves: PacedSaves  # when the manifest is saved (`manifest_pace.py`)
     writer: PointWriter | None  # embeds and upserts where it runs; None: this process does
+    document_prefix: str  # read by the embedder before each chunk (CTXR_EMBEDDING_DOCUMENT_PREFIX)
 
 
 def _count_amplification(
@@ -248,12 +249,16 @@ def _write_batch(
     owned = [
         (part.item.document, c) for part in batch for c in part.item.chunks[part.start : part.end]
     ]
+    prefix = ctx.document_prefix
     with report.timed("embed"):
         texts: list[str] = []
         for document, situated in owned:
             split = splits(document.kind, ctx.split_identifiers)
-            fitted = fit_context(situated, split_counter(count_tokens, split), embedder.max_tokens)
-            texts.append(dense_text(fitted.indexed_text(context_first=ctx.context_first), split))
+            counter = split_counter(count_tokens, split)
+            read = (lambda text, c=counter: c(prefix + text)) if prefix else counter
+            fitted = fit_context(situated, read, embedder.max_tokens)
+            text = dense_text(fitted.indexed_text(context_first=ctx.context_first), split)
+            texts.append(prefix + text)
         pieces = [count_tokens(t) for t in texts]
         vectors = None if ctx.writer else _embed_in_steps(embedder, texts, pieces, progress)
         for (document, _), n in zip(owned, pieces, strict=True):

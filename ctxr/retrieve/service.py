@@ -206,7 +206,8 @@ class SearchService:
         vectors = None
         if mode in ("hybrid", "dense") and queries:
             assert self._embedder is not None
-            texts = [dense_text(q, self._split_queries) for q in queries]
+            prefix = self.settings.embed.embedding_query_prefix  # the manifest's, checked
+            texts = [prefix + dense_text(q, self._split_queries) for q in queries]
             vectors = self._query_vectors.embed(self._embedder, texts)  # repeats cost nothing
         results: list[dict[str, list[ScoredRecord]]] = []
         for i, query in enumerate(queries):
