@@ -34,11 +34,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     say(f"e5 cost: {machine()}")
     say(load_line("at start"))
-    texts = _texts(args.data, args.texts)
-    pieces = OnnxEmbedder().count_tokens
+    minilm = OnnxEmbedder(threads=args.threads)  # also the tokenizer that sizes the chunks
+    texts = _texts(args.data, args.texts, minilm)
     say(f"{len(texts)} SciFact chunks, MiniLM word pieces: median "
-        f"{sorted(pieces(t) for t in texts)[len(texts) // 2]}")  # fmt: skip
-    minilm = OnnxEmbedder(threads=args.threads)
+        f"{sorted(minilm.count_tokens(t) for t in texts)[len(texts) // 2]}")  # fmt: skip
     e5 = OpenAIEmbedder(model="multilingual-e5-small-q4", api_key="unused", base_url=args.url)
     minilm.embed(texts[:8])  # load the model before timing
     say("")
@@ -58,11 +57,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def _texts(data: Path, count: int) -> list[str]:
+def _texts(data: Path, count: int, embedder: OnnxEmbedder) -> list[str]:
     """The first `count` chunks of SciFact's corpus as ctxr embeds them with outline contexts."""
     dataset = load_dataset("beir", data, "test")
     settings = load_settings()
-    chunker, budget_for = run_chunker(settings, None, OnnxEmbedder())
+    chunker, budget_for = run_chunker(settings, None, embedder)
     texts: list[str] = []
     for document in to_documents(dataset, "beir"):
         for chunk in chunker(document, budget_for(document)):

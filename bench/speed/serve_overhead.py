@@ -49,8 +49,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     say(load_line("at start"))
     settings = load_settings(index_dir=index)
     apps = {"app": create_app(settings), "app without the guard": create_app(settings)}
-    guarded = apps["app without the guard"]
-    guarded.user_middleware = [m for m in guarded.user_middleware if m.cls.__name__ != "Guard"]
+    bare = apps["app without the guard"]
+    bare.user_middleware = [m for m in bare.user_middleware if m.cls.__name__ != "Guard"]
     spans = asyncio.run(_requests(apps, args.requests))
     say(f"{args.requests} requests a row, k = {K}: the call's time less the search's own")
     say("")

@@ -145,7 +145,7 @@ def node_index(
     """A Ray run whose store is a Qdrant node over HTTP: its actors write the points."""
     work = tmp_path_factory.mktemp("ray-node")
     node = QdrantNode()
-    with serving(node.app()) as url, pytest.MonkeyPatch.context() as mp:
+    with serving(node.app()) as url:
         settings = load_settings(
             index_dir=work / "idx",
             cache_dir=work / "cache",
@@ -153,8 +153,9 @@ def node_index(
             ray_worker_cpus=1,
             qdrant_url=url,
         )
-        mp.chdir(ROOT)
-        report = build_index(["examples"], settings)
+        with pytest.MonkeyPatch.context() as mp:
+            mp.chdir(ROOT)  # sources read `examples/...`; only for the build, not the module
+            report = build_index(["examples"], settings)
         yield settings, report.to_json(), node
 
 
