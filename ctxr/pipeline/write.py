@@ -16,8 +16,10 @@ kept ahead (`Prepared.term_counts`, for the mean length), which keeps memory per
 Given a `PointWriter` (Ray actors writing to a Qdrant server), a batch's points are built
 here without their dense vectors, and the writer embeds and upserts them where it embeds;
 the order (old points deleted first, the manifest recorded once every point is acknowledged)
-is the same. Those vectors skip the driver's embedding cache: a killed run re-embeds the
-batches its saved manifest does not count (embedding costs time, not money).
+is the same. One batch is in flight while the next is prepared, and the manifest records
+batches in the order they were made, so a killed run leaves at most two batches unrecorded.
+Those vectors skip the driver's embedding cache: a killed run re-embeds the batches its saved
+manifest does not count (embedding costs time, not money).
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from ctxr.index.embed.identifiers import dense_text, split_counter, splits
 from ctxr.index.manifest import DocumentEntry, Manifest
 from ctxr.index.payload import chunk_payload
 from ctxr.index.store.base import Store, StoredPoint
-from ctxr.pipeline.executors.base import PointWriter
+from ctxr.pipeline.executors.base import PendingWrite, PointWriter
 from ctxr.pipeline.manifest_pace import PacedSaves
 from ctxr.pipeline.report import IndexReport
 from ctxr.progress import Progress
@@ -141,9 +143,12 @@ def write(
             report.chunks_removed += manifest.documents.pop(doc_id).chunks
         context.saves.save_now()
     try:
-        size = max(WRITE_BATCH_CHUNKS, _texts_per_call(embedder))
-        for batch in _batches(prepared, size):
-            _write_batch(batch, manifest, context, recipe, report, progress)
+        batches = _batches(prepared, max(WRITE_BATCH_CHUNKS, _texts_per_call(embedder)))
+        if writer is None:
+            for batch in batches:
+                _write_batch(batch, manifest, context, recipe, report, progress)
+        else:
+            _write_elsewhere(writer, batches, manifest, context, recipe, report, progress)
     except BaseException:
         # What was flushed is recorded: keep it, and let the first error be the one said.
         with contextlib.suppress(Exception):
@@ -234,14 +239,11 @@ def _count_amplification(
             report.document_pieces[document.kind] = report.document_pieces.get(document.kind, 0) + n
 
 
-def _write_batch(
-    batch: list[_Slice],
-    manifest: Manifest,
-    ctx: _Context,
-    recipe: str,
-    report: IndexReport,
-    progress: Progress,
-) -> None:
+def _dense_texts(
+    batch: list[_Slice], ctx: _Context, report: IndexReport
+) -> tuple[list[tuple[Document, ContextualChunk]], list[str], list[int]]:
+    """The batch's chunks with the texts the embedder reads and their word pieces; counts
+    the truncated chunks and the embedding amplification into `report`."""
     embedder = ctx.embedder
     # BM25 reads the whole context; the embedder reads only max_tokens, so there a long
     # context is trimmed at a sentence boundary rather than pushing the chunk's tail out.
@@ -250,33 +252,39 @@ def _write_batch(
         (part.item.document, c) for part in batch for c in part.item.chunks[part.start : part.end]
     ]
     prefix = ctx.document_prefix
+    texts: list[str] = []
+    for document, situated in owned:
+        split = splits(document.kind, ctx.split_identifiers)
+        counter = split_counter(count_tokens, split)
+        read = (lambda text, c=counter: c(prefix + text)) if prefix else counter
+        fitted = fit_context(situated, read, embedder.max_tokens)
+        text = dense_text(fitted.indexed_text(context_first=ctx.context_first), split)
+        texts.append(prefix + text)
+    pieces = [count_tokens(t) for t in texts]
+    for (document, _), n in zip(owned, pieces, strict=True):
+        if n > embedder.max_tokens:
+            report.chunks_truncated += 1
+            sources = report.truncated_sources
+            sources[document.source] = sources.get(document.source, 0) + 1
+    _count_amplification(batch, owned, pieces, ctx, report)
+    return owned, texts, pieces
+
+
+def _write_batch(
+    batch: list[_Slice],
+    manifest: Manifest,
+    ctx: _Context,
+    recipe: str,
+    report: IndexReport,
+    progress: Progress,
+) -> None:
     with report.timed("embed"):
-        texts: list[str] = []
-        for document, situated in owned:
-            split = splits(document.kind, ctx.split_identifiers)
-            counter = split_counter(count_tokens, split)
-            read = (lambda text, c=counter: c(prefix + text)) if prefix else counter
-            fitted = fit_context(situated, read, embedder.max_tokens)
-            text = dense_text(fitted.indexed_text(context_first=ctx.context_first), split)
-            texts.append(prefix + text)
-        pieces = [count_tokens(t) for t in texts]
-        vectors = None if ctx.writer else _embed_in_steps(embedder, texts, pieces, progress)
-        for (document, _), n in zip(owned, pieces, strict=True):
-            if n > embedder.max_tokens:
-                report.chunks_truncated += 1
-                sources = report.truncated_sources
-                sources[document.source] = sources.get(document.source, 0) + 1
-        _count_amplification(batch, owned, pieces, ctx, report)
-    if ctx.writer is not None:
-        with report.timed("embed"):  # the writer's actors embed and upsert in one step
-            _write_elsewhere(ctx.writer, batch, owned, texts, pieces, ctx, report, progress)
-    else:
-        assert vectors is not None
-        with report.timed("write"):
-            ctx.store.delete_documents(_starting(batch))
-            ctx.store.upsert(_points(owned, vectors, _carried(batch, ctx), ctx))
-    with report.timed("write"):  # a flush and a manifest save, when one is due
-        _record(batch, len(owned), manifest, ctx, recipe, report)
+        owned, texts, pieces = _dense_texts(batch, ctx, report)
+        vectors = _embed_in_steps(ctx.embedder, texts, pieces, progress)
+    with report.timed("write"):
+        ctx.store.delete_documents(_starting(batch))
+        ctx.store.upsert(_points(owned, vectors, _carried(batch, ctx), ctx))
+        _record(batch, len(owned), manifest, ctx, recipe, report)  # flushed and saved when due
 
 
 def _texts_per_call(embedder: Embedder) -> int:
@@ -291,24 +299,62 @@ def _longest_first(pieces: list[int], max_tokens: int) -> list[int]:
     return sorted(range(len(pieces)), key=lambda i: -min(pieces[i], max_tokens))
 
 
+@dataclass(frozen=True, slots=True)
+class _InFlight:
+    """A batch handed to the writer and not yet acknowledged."""
+
+    batch: list[_Slice]
+    points: int
+    pending: PendingWrite
+
+
 def _write_elsewhere(
     writer: PointWriter,
-    batch: list[_Slice],
-    owned: list[tuple[Document, ContextualChunk]],
-    texts: list[str],
-    pieces: list[int],
+    batches: Iterator[list[_Slice]],
+    manifest: Manifest,
     ctx: _Context,
+    recipe: str,
     report: IndexReport,
     progress: Progress,
 ) -> None:
-    """The batch's points, all but their vectors, handed to `writer` longest first (so its
-    embedder's batches, and their padding, are those of a local run)."""
-    points = _points(owned, None, _carried(batch, ctx), ctx)
-    order = _longest_first(pieces, ctx.embedder.max_tokens)
-    ctx.store.delete_documents(_starting(batch))
-    writer.write([texts[i] for i in order], [points[i] for i in order])
-    report.points_written_by_workers += len(points)
-    progress.advance(EMBED_PHASE, len(points))
+    """Each batch's points, all but their vectors, handed to `writer` longest first (so its
+    embedder's batches, and their padding, are those of a local run). Batch n+1 is prepared
+    and submitted before batch n is waited for, so the writer's workers never wait on the
+    driver; batch n is recorded once acknowledged, before batch n+2 is made."""
+    in_flight: _InFlight | None = None
+    for batch in batches:
+        with report.timed("embed"):  # what the writer's workers will read
+            owned, texts, pieces = _dense_texts(batch, ctx, report)
+        with report.timed("write"):
+            points = _points(owned, None, _carried(batch, ctx), ctx)
+            order = _longest_first(pieces, ctx.embedder.max_tokens)
+            # The old points go before any new one is sent: the writer's workers upsert over
+            # connections of their own, and this delete has returned by then.
+            ctx.store.delete_documents(_starting(batch))
+        with report.timed("embed"):  # handing it over: Ray serialises the batch here
+            pending = writer.submit([texts[i] for i in order], [points[i] for i in order])
+        if in_flight is not None:
+            _acknowledged(in_flight, manifest, ctx, recipe, report, progress)
+        in_flight = _InFlight(batch, len(points), pending)
+    if in_flight is not None:
+        _acknowledged(in_flight, manifest, ctx, recipe, report, progress)
+
+
+def _acknowledged(
+    flight: _InFlight,
+    manifest: Manifest,
+    ctx: _Context,
+    recipe: str,
+    report: IndexReport,
+    progress: Progress,
+) -> None:
+    """Wait for a batch the writer has, then count it in the manifest (saved when due)."""
+    with report.timed("embed"):  # the writer's workers embed and upsert in one step
+        flight.pending.wait()
+    report.points_written_by_workers += flight.points
+    progress.advance(EMBED_PHASE, flight.points)
+    with report.timed("write"):
+        _record(flight.batch, flight.points, manifest, ctx, recipe, report)
 
 
 def _embed_in_steps(

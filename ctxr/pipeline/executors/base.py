@@ -16,15 +16,24 @@ from ctxr.types import Chunk, Document
 Split = tuple[Document, list[Chunk]]
 
 
+class PendingWrite(Protocol):
+    """A batch handed to a `PointWriter`, being embedded and written."""
+
+    def wait(self) -> None:
+        """Return once the store has acknowledged every point of the batch; raise the
+        writer's error (a ctxr error that names where it happened) if it failed."""
+        ...
+
+
 class PointWriter(Protocol):
     """Embeds chunks and writes their points where they were embedded: Ray actors, straight
     to a Qdrant server, so vectors never travel through the driver. The driver still deletes
     a document's old points before and records the manifest after (`ctxr.pipeline.write`)."""
 
-    def write(self, texts: Sequence[str], points: Sequence[StoredPoint]) -> None:
-        """Embed `texts` (longest first, as the run orders them) into the dense vectors of
-        `points` (the rest of each point filled in) and upsert them; returns once the store
-        has acknowledged every point."""
+    def submit(self, texts: Sequence[str], points: Sequence[StoredPoint]) -> PendingWrite:
+        """Start embedding `texts` (longest first, as the run orders them) into the dense
+        vectors of `points` (the rest of each point filled in) and upserting them; returns
+        at once, so the driver prepares the next batch meanwhile."""
         ...
 
 

@@ -22,16 +22,19 @@ Placement keeps the index the one a local run builds:
 Where the points are written depends on the store. The embedded shard is a directory on the
 driver's machine: vectors come back to the driver, which writes them. A Qdrant server
 (`CTXR_QDRANT_URL=http(s)://...`) can be written from anywhere: each embedding actor then
-upserts the points it embedded itself (`RayEmbedder.write`), in parallel, so vectors never
+upserts the points it embedded itself (`RayEmbedder.submit`), in parallel, so vectors never
 travel through the driver; the driver deletes a changed document's old points first and
-records the manifest once every actor has its points acknowledged.
+records the manifest once every actor has its points acknowledged. Meanwhile the driver
+prepares the next batch (its BM25 terms, payloads and token counts), which the actors take up
+as soon as they finish: past some tens of actors that preparation, done one batch at a time,
+would otherwise leave them waiting on the driver.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +47,7 @@ from ctxr.index.embed.base import Embedder, EmbedderWrapper, FloatMatrix
 from ctxr.index.store import factory as store_factory
 from ctxr.index.store.base import Store, StoredPoint
 from ctxr.pipeline.chunking import Chunker, run_chunker
-from ctxr.pipeline.executors.base import PointWriter, Split, split_documents
+from ctxr.pipeline.executors.base import PendingWrite, PointWriter, Split, split_documents
 from ctxr.pipeline.executors.local import LocalExecutor
 from ctxr.types import Document
 
@@ -118,6 +121,16 @@ def _results(refs: list[Any]) -> list[Any]:
         raise
 
 
+@dataclass(frozen=True, slots=True)
+class _ActorWrites:
+    """`PendingWrite`: one batch's calls to the embedding actors."""
+
+    refs: list[Any]
+
+    def wait(self) -> None:
+        _results(self.refs)
+
+
 class RayEmbedder(EmbedderWrapper):
     """An `Embedder` whose `embed` runs on Ray actors; the rest (name, sizes, token counts)
     is answered by an unloaded local embedder, which reads only its tokenizer.
@@ -154,13 +167,15 @@ class RayEmbedder(EmbedderWrapper):
         refs = [actor.embed.remote(list(texts[part])) for actor, part in self._shares(len(texts))]
         return np.vstack(_results(refs)).astype(np.float32, copy=False)
 
-    def write(self, texts: Sequence[str], points: Sequence[StoredPoint]) -> None:
-        """`PointWriter.write`: each actor embeds its slice and upserts those points itself."""
+    def submit(self, texts: Sequence[str], points: Sequence[StoredPoint]) -> PendingWrite:
+        """`PointWriter.submit`: each actor embeds its slice and upserts those points itself.
+        An actor runs its calls in order, so a batch submitted while one is in flight is
+        queued behind it and starts the moment the actor is free."""
         refs = [
             actor.embed_and_write.remote(list(texts[part]), list(points[part]))
             for actor, part in self._shares(len(texts))
         ]
-        _results(refs)
+        return _ActorWrites(refs)
 
     def close(self) -> None:
         ray = _ray()
