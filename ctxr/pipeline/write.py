@@ -131,7 +131,7 @@ def write(
                        settings.embed.context_position == "before",
                        settings.embed.split_identifiers, whole,
                        PacedSaves(manifest, Path(report.index_dir), store.flush),
-                       writer, settings.embed.embedding_document_prefix)  # fmt: skip
+                       settings.embed.embedding_document_prefix)  # fmt: skip
     progress.start(EMBED_PHASE, len(new_counts))
     # The changed documents leave the manifest, saved once, before any of their old points go
     # (they may now have fewer chunks): a run killed after that leaves points the manifest does
@@ -213,7 +213,6 @@ class _Context:
     split_identifiers: bool  # code's dense text reads identifiers as words (identifiers.py)
     document_avg_len: float  # mean length of whole-document BM25 vectors; 0.0: none written
     saves: PacedSaves  # when the manifest is saved (`manifest_pace.py`)
-    writer: PointWriter | None  # embeds and upserts where it runs; None: this process does
     document_prefix: str  # read by the embedder before each chunk (CTXR_EMBEDDING_DOCUMENT_PREFIX)
 
 
