@@ -83,6 +83,7 @@ class _Actors:
     workers: int
     rate: float
     pipelined: bool
+    by_workers: bool = True
 
     def submit(self, texts: Sequence[str], points: Sequence[StoredPoint]) -> PendingWrite:
         seconds = len(points) / (self.rate * self.workers)
@@ -104,7 +105,7 @@ class _Executor(LocalExecutor):
         local = components.make_embedder(settings)  # its tokenizer counts; its model never runs
         return _Pool(local, self.workers, settings.embed.embed_batch_size)
 
-    def point_writer(self, settings: Settings, store: Store) -> _Actors:
+    def point_writer(self, settings: Settings, store: Store, embedder: Embedder) -> _Actors:
         return _Actors(store, DIM, self.workers, self.rate, self.pipelined)
 
 

@@ -258,7 +258,7 @@ def _locked_run(
         else:
             manifest, store = opened.manifest, opened.store
         # Only an embedder the executor made can write where it embeds (`executors.ray`).
-        writer = executor.point_writer(settings, store) if own_embedder else None
+        writer = executor.point_writer(settings, store, embedder) if own_embedder else None
     try:
         recipe = document_recipe(settings, plan, chunker_name)
         cache_dir = components.cache_dir(settings)

@@ -13,13 +13,14 @@ a window), so no manifest ever counts points that are gone.
 BM25 terms are computed batch by batch, not for the whole run at once: only their counts are
 kept ahead (`Prepared.term_counts`, for the mean length), which keeps memory per chunk small.
 
-Given a `PointWriter` (Ray actors writing to a Qdrant server), a batch's points are built
-here without their dense vectors, and the writer embeds and upserts them where it embeds;
-the order (old points deleted first, the manifest recorded once every point is acknowledged)
-is the same. One batch is in flight while the next is prepared, and the manifest records
-batches in the order they were made, so a killed run leaves at most two batches unrecorded.
-Those vectors skip the driver's embedding cache: a killed run re-embeds the batches its saved
-manifest does not count (embedding costs time, not money).
+Given a `PointWriter` (Ray actors), a batch's points are built here without their dense
+vectors and handed over; the actors embed them and upsert them to a Qdrant server themselves,
+or embed them for the driver to write into the embedded shard. The order (old points deleted
+first, the manifest recorded once every point is acknowledged) is the same, but one batch is
+in flight while the next is prepared, so the actors never wait on the driver; the manifest
+records batches in the order they were made, and a killed run leaves at most two batches
+unrecorded. Vectors the actors upsert skip the driver's embedding cache: a killed run
+re-embeds the batches its saved manifest does not count (embedding costs time, not money).
 """
 
 from __future__ import annotations
@@ -148,7 +149,7 @@ def write(
             for batch in batches:
                 _write_batch(batch, manifest, context, recipe, report, progress)
         else:
-            _write_elsewhere(writer, batches, manifest, context, recipe, report, progress)
+            _write_pipelined(writer, batches, manifest, context, recipe, report, progress)
     except BaseException:
         # What was flushed is recorded: keep it, and let the first error be the one said.
         with contextlib.suppress(Exception):
@@ -307,7 +308,7 @@ class _InFlight:
     pending: PendingWrite
 
 
-def _write_elsewhere(
+def _write_pipelined(
     writer: PointWriter,
     batches: Iterator[list[_Slice]],
     manifest: Manifest,
@@ -333,14 +334,15 @@ def _write_elsewhere(
         with report.timed("embed"):  # handing it over: Ray serialises the batch here
             pending = writer.submit([texts[i] for i in order], [points[i] for i in order])
         if in_flight is not None:
-            _acknowledged(in_flight, manifest, ctx, recipe, report, progress)
+            _acknowledged(in_flight, writer, manifest, ctx, recipe, report, progress)
         in_flight = _InFlight(batch, len(points), pending)
     if in_flight is not None:
-        _acknowledged(in_flight, manifest, ctx, recipe, report, progress)
+        _acknowledged(in_flight, writer, manifest, ctx, recipe, report, progress)
 
 
 def _acknowledged(
     flight: _InFlight,
+    writer: PointWriter,
     manifest: Manifest,
     ctx: _Context,
     recipe: str,
@@ -348,9 +350,10 @@ def _acknowledged(
     progress: Progress,
 ) -> None:
     """Wait for a batch the writer has, then count it in the manifest (saved when due)."""
-    with report.timed("embed"):  # the writer's workers embed and upsert in one step
+    with report.timed("embed"):  # the workers embed (and upsert, or the driver does, here)
         flight.pending.wait()
-    report.points_written_by_workers += flight.points
+    if writer.by_workers:
+        report.points_written_by_workers += flight.points
     progress.advance(EMBED_PHASE, flight.points)
     with report.timed("write"):
         _record(flight.batch, flight.points, manifest, ctx, recipe, report)

@@ -41,6 +41,7 @@ class _Writer:
     log: list[tuple[str, int]] = field(default_factory=list)
     counted_at_wait: list[set[str]] = field(default_factory=list)
     sources: list[set[str]] = field(default_factory=list)  # each batch's documents
+    by_workers: bool = True
 
     def submit(self, texts: Sequence[str], points: Sequence[StoredPoint]) -> PendingWrite:
         number = len(self.sources)
@@ -82,7 +83,7 @@ class _WritingExecutor(LocalExecutor):
     def embedder(self, settings: Settings) -> Embedder:
         return HashEmbedder()
 
-    def point_writer(self, settings: Settings, store: Store) -> _Writer:
+    def point_writer(self, settings: Settings, store: Store, embedder: Embedder) -> _Writer:
         self.writer = _Writer(store, Path(settings.index_dir), self.fail_at)
         return self.writer
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,10 @@ import pytest
 
 from ctxr.config import Settings, load_settings
 from ctxr.errors import IndexError_
+from ctxr.index import components
 from ctxr.index.bm25.weights import SparseTerms
+from ctxr.index.embed.base import EmbedderWrapper, FloatMatrix
+from ctxr.index.embed.cache import CachedEmbedder
 from ctxr.index.manifest import Manifest
 from ctxr.index.store import factory as store_factory
 from ctxr.index.store.base import ScannedPoint
@@ -136,6 +139,31 @@ def test_an_unchanged_corpus_costs_a_ray_run_nothing(
     finally:
         os.chdir(cwd)
     assert again.documents_unchanged == 10 and again.chunks_written == 0
+
+
+class _NoEmbedding(EmbedderWrapper):
+    """The bundled embedder (its name, sizes and tokenizer), refusing to embed anything."""
+
+    def embed(self, texts: Sequence[str]) -> FloatMatrix:
+        raise AssertionError(f"asked to embed {len(texts)} texts the cache should hold")
+
+
+def test_a_ray_run_keeps_its_vectors_in_the_embedding_cache(
+    ray_index: tuple[Settings, dict[str, Any]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The actors embed while the driver prepares the next batch; the driver still caches
+    # what they made, so rebuilding the index from the same cache embeds nothing.
+    ray_settings, _ = ray_index
+    settings = ray_settings.replace(executor="local", index_dir=tmp_path / "idx")
+    cached = CachedEmbedder(_NoEmbedding(components.make_embedder(settings)),
+                            components.cache_dir(settings) / "embeddings")  # fmt: skip
+    monkeypatch.chdir(ROOT)
+    try:
+        report = build_index(["examples"], settings, embedder=cached)
+    finally:
+        cached.close()
+    assert report.documents_indexed == 10 and cached.misses == 0 and cached.hits > 0
+    _same_points(_points(ray_settings), _points(settings))
 
 
 @pytest.fixture(scope="module")

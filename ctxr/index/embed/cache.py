@@ -33,6 +33,15 @@ class CachedEmbedder(EmbedderWrapper):
         return f"{self.inner.name}:{self.inner.max_tokens}:{digest}"
 
     def embed(self, texts: Sequence[str]) -> FloatMatrix:
+        out, missing = self.lookup(texts)
+        if missing:
+            self.keep(out, missing, self.inner.embed(list(missing)))
+        return out
+
+    def lookup(self, texts: Sequence[str]) -> tuple[FloatMatrix, dict[str, list[int]]]:
+        """The vectors of `texts` the cache holds (rows of zeros for the rest), and each text
+        it lacks with its rows: `embed`'s first half, for a caller that embeds the missing
+        texts elsewhere (Ray actors) and hands them to `keep`."""
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         missing: dict[str, list[int]] = {}
         for row, text in enumerate(texts):
@@ -43,13 +52,14 @@ class CachedEmbedder(EmbedderWrapper):
                 missing.setdefault(text, []).append(row)  # duplicates are embedded once
         self.hits += len(texts) - sum(len(rows) for rows in missing.values())
         self.misses += len(missing)
-        if missing:
-            fresh = self.inner.embed(list(missing))
-            with cache_write(self._directory, "embedding cache"):  # a full disk, named
-                for vector, (text, rows) in zip(fresh, missing.items(), strict=True):
-                    self._cache.set(self._key(text), vector.astype(np.float32).tobytes())
-                    out[rows] = vector
-        return out
+        return out, missing
+
+    def keep(self, out: FloatMatrix, missing: dict[str, list[int]], fresh: FloatMatrix) -> None:
+        """Cache `fresh`, the vectors of `missing`'s texts in its order, and put them in `out`."""
+        with cache_write(self._directory, "embedding cache"):  # a full disk, named
+            for vector, (text, rows) in zip(fresh, missing.items(), strict=True):
+                self._cache.set(self._key(text), vector.astype(np.float32).tobytes())
+                out[rows] = vector
 
     def close(self) -> None:
         self._cache.close()

@@ -26,9 +26,16 @@ class PendingWrite(Protocol):
 
 
 class PointWriter(Protocol):
-    """Embeds chunks and writes their points where they were embedded: Ray actors, straight
-    to a Qdrant server, so vectors never travel through the driver. The driver still deletes
-    a document's old points before and records the manifest after (`ctxr.pipeline.write`)."""
+    """Embeds chunks on workers and writes their points, while the driver prepares the next
+    batch: Ray actors that upsert straight to a Qdrant server (vectors never travel through
+    the driver), or Ray actors that embed for a store the driver alone holds (the embedded
+    shard), which the driver then writes. The driver still deletes a document's old points
+    before and records the manifest after (`ctxr.pipeline.write`)."""
+
+    @property
+    def by_workers(self) -> bool:
+        """True where the workers upsert the points themselves, False where the driver does."""
+        ...
 
     def submit(self, texts: Sequence[str], points: Sequence[StoredPoint]) -> PendingWrite:
         """Start embedding `texts` (longest first, as the run orders them) into the dense
@@ -60,9 +67,11 @@ class Executor(Protocol):
         `chunker` replaces ctxr's splitter when given; `embedder` is the run's."""
         ...
 
-    def point_writer(self, settings: Settings, store: Store) -> PointWriter | None:
-        """Who embeds and writes the points when not the driver (None: the driver embeds
-        through the run's embedder and writes to `store` itself)."""
+    def point_writer(
+        self, settings: Settings, store: Store, embedder: Embedder
+    ) -> PointWriter | None:
+        """Who embeds and writes the points when the driver does not do both in turn (None:
+        the driver embeds through `embedder`, the run's, and writes to `store` itself)."""
         ...
 
     def close(self) -> None: ...

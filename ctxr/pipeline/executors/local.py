@@ -29,7 +29,9 @@ class LocalExecutor:
         own, budget_for = run_chunker(settings, chunker, embedder)
         return split_documents(documents, own, budget_for)
 
-    def point_writer(self, settings: Settings, store: Store) -> PointWriter | None:
+    def point_writer(
+        self, settings: Settings, store: Store, embedder: Embedder
+    ) -> PointWriter | None:
         return None  # this process embeds and writes
 
     def close(self) -> None:

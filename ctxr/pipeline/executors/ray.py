@@ -20,14 +20,15 @@ Placement keeps the index the one a local run builds:
   budget holds for the run (N actors would each spend the whole budget).
 
 Where the points are written depends on the store. The embedded shard is a directory on the
-driver's machine: vectors come back to the driver, which writes them. A Qdrant server
-(`CTXR_QDRANT_URL=http(s)://...`) can be written from anywhere: each embedding actor then
-upserts the points it embedded itself (`RayEmbedder.submit`), in parallel, so vectors never
-travel through the driver; the driver deletes a changed document's old points first and
-records the manifest once every actor has its points acknowledged. Meanwhile the driver
-prepares the next batch (its BM25 terms, payloads and token counts), which the actors take up
-as soon as they finish: past some tens of actors that preparation, done one batch at a time,
-would otherwise leave them waiting on the driver.
+driver's machine: vectors come back to the driver, which keeps them in the run's embedding
+cache and writes them (`_DriverWrites`). A Qdrant server (`CTXR_QDRANT_URL=http(s)://...`)
+can be written from anywhere: each embedding actor then upserts the points it embedded itself
+(`RayEmbedder.submit`), in parallel, so vectors never travel through the driver. Either way
+the driver deletes a changed document's old points first and records the manifest once every
+point is acknowledged; and while the actors embed a batch, the driver prepares the next (its
+BM25 terms, payloads and token counts), which they take up as soon as they finish: past some
+tens of actors that preparation, done one batch at a time, would leave them waiting on the
+driver.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from ctxr.config import RunSettings, Settings
 from ctxr.errors import ConfigError, CtxrError, IndexError_
 from ctxr.index import components
 from ctxr.index.embed.base import Embedder, EmbedderWrapper, FloatMatrix
+from ctxr.index.embed.cache import CachedEmbedder
 from ctxr.index.store import factory as store_factory
 from ctxr.index.store.base import Store, StoredPoint
 from ctxr.pipeline.chunking import Chunker, run_chunker
@@ -123,12 +125,50 @@ def _results(refs: list[Any]) -> list[Any]:
 
 @dataclass(frozen=True, slots=True)
 class _ActorWrites:
-    """`PendingWrite`: one batch's calls to the embedding actors."""
+    """`PendingWrite`: one batch's calls to the embedding actors, which upsert it."""
 
     refs: list[Any]
 
     def wait(self) -> None:
         _results(self.refs)
+
+
+@dataclass(frozen=True, slots=True)
+class _ActorVectors:
+    """`PendingWrite`: one batch being embedded by the actors, which the driver then keeps in
+    the run's embedding cache and upserts into its own store."""
+
+    refs: list[Any]
+    vectors: FloatMatrix  # the batch's rows; those found in the cache already filled in
+    missing: dict[str, list[int]]  # each text the actors embed, with its rows
+    points: list[StoredPoint]
+    cache: CachedEmbedder
+    store: Store
+
+    def wait(self) -> None:
+        if self.missing:
+            fresh = np.vstack(_results(self.refs)).astype(np.float32, copy=False)
+            self.cache.keep(self.vectors, self.missing, fresh)
+        self.store.upsert([replace(p, dense=row.tolist())
+                           for p, row in zip(self.points, self.vectors, strict=True)])  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class _DriverWrites:
+    """`PointWriter` for a store the driver alone holds (the embedded shard, a `file:` URL):
+    the actors embed a batch's texts the run's embedding cache lacks while the driver prepares
+    the next batch; the driver then caches the vectors and upserts the points, as a local run
+    does."""
+
+    pool: RayEmbedder
+    cache: CachedEmbedder
+    store: Store
+    by_workers: bool = False
+
+    def submit(self, texts: Sequence[str], points: Sequence[StoredPoint]) -> PendingWrite:
+        vectors, missing = self.cache.lookup(texts)
+        refs = self.pool.start(list(missing)) if missing else []
+        return _ActorVectors(refs, vectors, missing, list(points), self.cache, self.store)
 
 
 class RayEmbedder(EmbedderWrapper):
@@ -137,6 +177,8 @@ class RayEmbedder(EmbedderWrapper):
 
     The actors are made at the first `embed`: a run opens its embedder before it splits, and
     embedders holding every CPU would leave the splitter actors waiting for one forever."""
+
+    by_workers = True  # as a `PointWriter` (`submit`): the actors upsert
 
     def __init__(
         self, local: Embedder, make_actors: Callable[[], list[Any]], batch: int, workers: int
@@ -164,8 +206,11 @@ class RayEmbedder(EmbedderWrapper):
     def embed(self, texts: Sequence[str]) -> FloatMatrix:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        refs = [actor.embed.remote(list(texts[part])) for actor, part in self._shares(len(texts))]
-        return np.vstack(_results(refs)).astype(np.float32, copy=False)
+        return np.vstack(_results(self.start(texts))).astype(np.float32, copy=False)
+
+    def start(self, texts: Sequence[str]) -> list[Any]:
+        """Hand `texts` to the actors, each its slice: their vectors, in order, once got."""
+        return [actor.embed.remote(list(texts[part])) for actor, part in self._shares(len(texts))]
 
     def submit(self, texts: Sequence[str], points: Sequence[StoredPoint]) -> PendingWrite:
         """`PointWriter.submit`: each actor embeds its slice and upserts those points itself.
@@ -230,14 +275,22 @@ class RayExecutor:
         )
         return self._embedder
 
-    def point_writer(self, settings: Settings, store: Store) -> PointWriter | None:
-        """The embedding actors, when they can reach the store themselves: a Qdrant server
-        over http(s). The embedded shard, and qdrant-client's local mode (a `file:` URL),
-        are directories one process holds: the driver writes those."""
-        url = settings.store.qdrant_url or ""
-        if self._embedder is None or not url.startswith(("http://", "https://")):
+    def point_writer(
+        self, settings: Settings, store: Store, embedder: Embedder
+    ) -> PointWriter | None:
+        """The embedding actors, when the run embeds on them: they upsert the points
+        themselves where they can reach the store (a Qdrant server over http(s)); for the
+        embedded shard, and qdrant-client's local mode (a `file:` URL), directories one
+        process holds, they embed and the driver writes. Either way the driver prepares the
+        next batch meanwhile. None for an embedder of the caller's or an HTTP one."""
+        if self._embedder is None:
             return None
-        return self._embedder
+        url = settings.store.qdrant_url or ""
+        if url.startswith(("http://", "https://")):
+            return self._embedder
+        if isinstance(embedder, CachedEmbedder) and embedder.inner is self._embedder:
+            return _DriverWrites(self._embedder, embedder, store)
+        return None
 
     def split(
         self,
