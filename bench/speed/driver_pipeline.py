@@ -84,10 +84,13 @@ class _Actors:
     rate: float
     pipelined: bool
     by_workers: bool = True
+    free_at: float = 0.0  # when the actors finish what they were given (perf_counter)
 
     def submit(self, texts: Sequence[str], points: Sequence[StoredPoint]) -> PendingWrite:
-        seconds = len(points) / (self.rate * self.workers)
-        timer = threading.Thread(target=time.sleep, args=(seconds,))
+        # An actor runs its calls in order: a batch starts when the one before it is done.
+        now = time.perf_counter()
+        self.free_at = max(now, self.free_at) + len(points) / (self.rate * self.workers)
+        timer = threading.Thread(target=time.sleep, args=(self.free_at - now,))
         timer.start()
         if not self.pipelined:
             timer.join()
