@@ -9,9 +9,10 @@ which places them on GPU nodes (the bundled ONNX MiniLM itself runs on the CPU).
 
 Placement keeps the index the one a local run builds:
 - documents go to the splitters in contiguous batches and come back in input order;
-- the embedder's texts arrive sorted longest first (`pipeline.write`), and each actor gets a
-  contiguous slice whose length is a multiple of the local embedder's batch, so every ONNX
-  batch (and so its padding) is the one a local run makes: vectors agree to float rounding
+- the embedder's texts arrive sorted longest first (`pipeline.write`) and are cut into the
+  local embedder's batches, which are dealt to the actors in turn (each gets long and short
+  texts alike), so every ONNX batch (and so its padding) is the one a local run makes:
+  vectors agree to float rounding
   (past 32 actors a write batch holds more than a local run's 256 chunks and the texts are
   grouped otherwise; that moves no vector of the bundled MiniLM, whose vector for a text is
   the same alone or padded in any batch);
@@ -33,7 +34,6 @@ driver.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -124,6 +124,22 @@ def _results(refs: list[Any]) -> list[Any]:
 
 
 @dataclass(frozen=True, slots=True)
+class _Started:
+    """Texts handed to the embedding actors: each actor's call and the rows it embeds."""
+
+    refs: list[Any]
+    rows: list[list[int]]
+    count: int
+    dim: int
+
+    def vectors(self) -> FloatMatrix:
+        out = np.zeros((self.count, self.dim), dtype=np.float32)
+        for rows, got in zip(self.rows, _results(self.refs), strict=True):
+            out[rows] = got
+        return out
+
+
+@dataclass(frozen=True, slots=True)
 class _ActorWrites:
     """`PendingWrite`: one batch's calls to the embedding actors, which upsert it."""
 
@@ -138,7 +154,7 @@ class _ActorVectors:
     """`PendingWrite`: one batch being embedded by the actors, which the driver then keeps in
     the run's embedding cache and upserts into its own store."""
 
-    refs: list[Any]
+    started: _Started | None  # the texts the cache lacks, being embedded (None: it has all)
     vectors: FloatMatrix  # the batch's rows; those found in the cache already filled in
     missing: dict[str, list[int]]  # each text the actors embed, with its rows
     points: list[StoredPoint]
@@ -146,9 +162,8 @@ class _ActorVectors:
     store: Store
 
     def wait(self) -> None:
-        if self.missing:
-            fresh = np.vstack(_results(self.refs)).astype(np.float32, copy=False)
-            self.cache.keep(self.vectors, self.missing, fresh)
+        if self.started is not None:
+            self.cache.keep(self.vectors, self.missing, self.started.vectors())
         self.store.upsert([replace(p, dense=row.tolist())
                            for p, row in zip(self.points, self.vectors, strict=True)])  # fmt: skip
 
@@ -167,8 +182,8 @@ class _DriverWrites:
 
     def submit(self, texts: Sequence[str], points: Sequence[StoredPoint]) -> PendingWrite:
         vectors, missing = self.cache.lookup(texts)
-        refs = self.pool.start(list(missing)) if missing else []
-        return _ActorVectors(refs, vectors, missing, list(points), self.cache, self.store)
+        started = self.pool.start(list(missing)) if missing else None
+        return _ActorVectors(started, vectors, missing, list(points), self.cache, self.store)
 
 
 class RayEmbedder(EmbedderWrapper):
@@ -194,31 +209,40 @@ class RayEmbedder(EmbedderWrapper):
         """One embedder batch per actor: a call with fewer texts leaves actors idle."""
         return self._workers * self._batch
 
-    def _shares(self, count: int) -> list[tuple[Any, slice]]:
-        """Each actor with its contiguous slice of `count` texts, a multiple of the batch."""
+    def _shares(self, count: int) -> list[tuple[Any, list[int]]]:
+        """Each actor with its rows of `count` texts: whole embedder batches (runs of `batch`
+        rows, the batches a local run makes of texts sorted longest first), dealt out in turn,
+        so every actor gets long and short texts alike. (Contiguous halves of a batch gave
+        one actor all the long texts while the other waited.)"""
         if not self._actors:
             self._actors = self._make_actors()
-        share = math.ceil(count / len(self._actors))
-        share = math.ceil(share / self._batch) * self._batch
-        starts = range(0, count, share)
-        return [(a, slice(i, i + share)) for a, i in zip(self._actors, starts, strict=False)]
+        starts = range(0, count, self._batch)
+        shares = []
+        for turn, actor in enumerate(self._actors):
+            rows = [r for i in starts[turn :: len(self._actors)]
+                    for r in range(i, min(i + self._batch, count))]  # fmt: skip
+            if rows:
+                shares.append((actor, rows))
+        return shares
 
     def embed(self, texts: Sequence[str]) -> FloatMatrix:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        return np.vstack(_results(self.start(texts))).astype(np.float32, copy=False)
+        return self.start(texts).vectors()
 
-    def start(self, texts: Sequence[str]) -> list[Any]:
-        """Hand `texts` to the actors, each its slice: their vectors, in order, once got."""
-        return [actor.embed.remote(list(texts[part])) for actor, part in self._shares(len(texts))]
+    def start(self, texts: Sequence[str]) -> _Started:
+        """Hand `texts` to the actors, each its share; their vectors, in order, once got."""
+        shares = self._shares(len(texts))
+        refs = [actor.embed.remote([texts[i] for i in rows]) for actor, rows in shares]
+        return _Started(refs, [rows for _, rows in shares], len(texts), self.dim)
 
     def submit(self, texts: Sequence[str], points: Sequence[StoredPoint]) -> PendingWrite:
         """`PointWriter.submit`: each actor embeds its slice and upserts those points itself.
         An actor runs its calls in order, so a batch submitted while one is in flight is
         queued behind it and starts the moment the actor is free."""
         refs = [
-            actor.embed_and_write.remote(list(texts[part]), list(points[part]))
-            for actor, part in self._shares(len(texts))
+            actor.embed_and_write.remote([texts[i] for i in rows], [points[i] for i in rows])
+            for actor, rows in self._shares(len(texts))
         ]
         return _ActorWrites(refs)
 
