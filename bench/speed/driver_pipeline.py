@@ -25,7 +25,7 @@ import math
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -68,9 +68,10 @@ class _Batch:
     unit: list[float]
     timer: threading.Thread
 
-    def wait(self) -> None:
+    def wait(self, advance: Callable[[int], None]) -> None:
         self.timer.join()
         self.store.upsert([replace(p, dense=self.unit) for p in self.points])
+        advance(len(self.points))
 
 
 @dataclass

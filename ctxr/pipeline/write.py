@@ -351,10 +351,9 @@ def _acknowledged(
 ) -> None:
     """Wait for a batch the writer has, then count it in the manifest (saved when due)."""
     with report.timed("embed"):  # the workers embed (and upsert, or the driver does, here)
-        flight.pending.wait()
+        flight.pending.wait(lambda done: progress.advance(EMBED_PHASE, done))
     if writer.by_workers:
         report.points_written_by_workers += flight.points
-    progress.advance(EMBED_PHASE, flight.points)
     with report.timed("write"):
         _record(flight.batch, flight.points, manifest, ctx, recipe, report)
 

@@ -9,7 +9,7 @@ node over HTTP is `test_ray_executor.py`'s."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -57,7 +57,7 @@ class _Later:
     texts: list[str]
     points: list[StoredPoint]
 
-    def wait(self) -> None:
+    def wait(self, advance: Callable[[int], None]) -> None:
         writer = self.writer
         writer.log.append(("wait", self.number))
         counted = Manifest.load(writer.index_dir).documents.values()
@@ -69,6 +69,7 @@ class _Later:
             replace(p, dense=row.tolist()) for p, row in zip(self.points, vectors, strict=True)
         ]
         writer.store.upsert(filled)
+        advance(len(filled))
 
 
 class _WritingExecutor(LocalExecutor):

@@ -19,9 +19,11 @@ Split = tuple[Document, list[Chunk]]
 class PendingWrite(Protocol):
     """A batch handed to a `PointWriter`, being embedded and written."""
 
-    def wait(self) -> None:
+    def wait(self, advance: Callable[[int], None]) -> None:
         """Return once the store has acknowledged every point of the batch; raise the
-        writer's error (a ctxr error that names where it happened) if it failed."""
+        writer's error (a ctxr error that names where it happened) if it failed. Meanwhile
+        `advance(n)` is called as the workers finish n of the batch's points (the run's
+        progress bar moves with each worker, not once a batch)."""
         ...
 
 

@@ -123,6 +123,17 @@ def _results(refs: list[Any]) -> list[Any]:
         raise
 
 
+def _as_done(refs: list[Any]) -> Iterator[tuple[int, Any]]:
+    """Each of `refs` as it completes: its position and its result (errors as `_results`)."""
+    ray = _ray()
+    position = {ref: i for i, ref in enumerate(refs)}
+    waiting = list(refs)
+    while waiting:
+        done, waiting = ray.wait(waiting, num_returns=1)
+        for ref in done:
+            yield position[ref], _results([ref])[0]
+
+
 @dataclass(frozen=True, slots=True)
 class _Started:
     """Texts handed to the embedding actors: each actor's call and the rows it embeds."""
@@ -132,10 +143,14 @@ class _Started:
     count: int
     dim: int
 
-    def vectors(self) -> FloatMatrix:
+    def vectors(self, done: Callable[[list[int]], None] | None = None) -> FloatMatrix:
+        """The vectors, once every actor has answered; `done` is told each actor's rows as
+        its answer comes."""
         out = np.zeros((self.count, self.dim), dtype=np.float32)
-        for rows, got in zip(self.rows, _results(self.refs), strict=True):
-            out[rows] = got
+        for share, got in _as_done(self.refs):
+            out[self.rows[share]] = got
+            if done is not None:
+                done(self.rows[share])
         return out
 
 
@@ -145,8 +160,9 @@ class _ActorWrites:
 
     refs: list[Any]
 
-    def wait(self) -> None:
-        _results(self.refs)
+    def wait(self, advance: Callable[[int], None]) -> None:
+        for _, written in _as_done(self.refs):
+            advance(written)
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,9 +177,13 @@ class _ActorVectors:
     cache: CachedEmbedder
     store: Store
 
-    def wait(self) -> None:
+    def wait(self, advance: Callable[[int], None]) -> None:
+        points_of = [len(rows) for rows in self.missing.values()]  # a text may be in several
+        if len(self.points) > sum(points_of):
+            advance(len(self.points) - sum(points_of))  # found in the cache
         if self.started is not None:
-            self.cache.keep(self.vectors, self.missing, self.started.vectors())
+            fresh = self.started.vectors(lambda rows: advance(sum(points_of[r] for r in rows)))
+            self.cache.keep(self.vectors, self.missing, fresh)
         self.store.upsert([replace(p, dense=row.tolist())
                            for p, row in zip(self.points, self.vectors, strict=True)])  # fmt: skip
 
