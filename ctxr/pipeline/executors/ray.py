@@ -257,7 +257,7 @@ class RayEmbedder(EmbedderWrapper):
         return _Started(refs, [rows for _, rows in shares], len(texts), self.dim)
 
     def submit(self, texts: Sequence[str], points: Sequence[StoredPoint]) -> PendingWrite:
-        """`PointWriter.submit`: each actor embeds its slice and upserts those points itself.
+        """`PointWriter.submit`: each actor embeds its share and upserts those points itself.
         An actor runs its calls in order, so a batch submitted while one is in flight is
         queued behind it and starts the moment the actor is free."""
         refs = [
