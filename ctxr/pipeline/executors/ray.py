@@ -179,8 +179,9 @@ class _ActorVectors:
 
     def wait(self, advance: Callable[[int], None]) -> None:
         points_of = [len(rows) for rows in self.missing.values()]  # a text may be in several
-        if len(self.points) > sum(points_of):
-            advance(len(self.points) - sum(points_of))  # found in the cache
+        cached = len(self.points) - sum(points_of)
+        if cached:
+            advance(cached)
         if self.started is not None:
             fresh = self.started.vectors(lambda rows: advance(sum(points_of[r] for r in rows)))
             self.cache.keep(self.vectors, self.missing, fresh)
