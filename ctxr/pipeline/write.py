@@ -26,6 +26,7 @@ re-embeds the batches its saved manifest does not count (embedding costs time, n
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -38,8 +39,8 @@ from ctxr.enrich.situate.contexts import fit_context
 from ctxr.index import components
 from ctxr.index.bm25.analyzer import Bm25Analyzer
 from ctxr.index.bm25.weights import Bm25Params, SparseTerms, document_vector
-from ctxr.index.embed.base import Embedder, FloatMatrix
-from ctxr.index.embed.identifiers import dense_text, split_counter, splits
+from ctxr.index.embed.base import Embedder, FloatMatrix, count_tokens_many
+from ctxr.index.embed.identifiers import dense_text, splits
 from ctxr.index.manifest import DocumentEntry, Manifest
 from ctxr.index.payload import chunk_payload
 from ctxr.index.store.base import Store, StoredPoint
@@ -231,38 +232,47 @@ def _count_amplification(
         report.embedded_pieces[document.kind] = report.embedded_pieces.get(document.kind, 0) + min(
             n, limit
         )
-    for part in batch:
-        if part.first:
-            document = part.item.document
-            split = splits(document.kind, ctx.split_identifiers)
-            n = ctx.embedder.count_tokens(dense_text(document.text, split))
-            report.document_pieces[document.kind] = report.document_pieces.get(document.kind, 0) + n
+    started = [part.item.document for part in batch if part.first]
+    whole = [dense_text(d.text, splits(d.kind, ctx.split_identifiers)) for d in started]
+    for document, n in zip(started, count_tokens_many(ctx.embedder, whole), strict=True):
+        report.document_pieces[document.kind] = report.document_pieces.get(document.kind, 0) + n
 
 
 def _dense_texts(
     batch: list[_Slice], ctx: _Context, report: IndexReport
 ) -> tuple[list[tuple[Document, ContextualChunk]], list[str], list[int]]:
     """The batch's chunks with the texts the embedder reads and their word pieces; counts
-    the truncated chunks and the embedding amplification into `report`."""
+    the truncated chunks and the embedding amplification into `report`.
+
+    The texts are counted in one call (`count_tokens_many`), once each: with Ray actors
+    embedding, this counting is most of what the driver does per chunk. Only a chunk whose
+    text is over the embedder's limit is counted again, while its context is trimmed."""
     embedder = ctx.embedder
-    # BM25 reads the whole context; the embedder reads only max_tokens, so there a long
-    # context is trimmed at a sentence boundary rather than pushing the chunk's tail out.
-    count_tokens = embedder.count_tokens
+    limit = embedder.max_tokens
     owned = [
         (part.item.document, c) for part in batch for c in part.item.chunks[part.start : part.end]
     ]
     prefix = ctx.document_prefix
-    texts: list[str] = []
-    for document, situated in owned:
-        split = splits(document.kind, ctx.split_identifiers)
-        counter = split_counter(count_tokens, split)
-        read = (lambda text, c=counter: c(prefix + text)) if prefix else counter
-        fitted = fit_context(situated, read, embedder.max_tokens)
-        text = dense_text(fitted.indexed_text(context_first=ctx.context_first), split)
-        texts.append(prefix + text)
-    pieces = [count_tokens(t) for t in texts]
+    split = [splits(document.kind, ctx.split_identifiers) for document, _ in owned]
+
+    def embedded(text: str, row: int) -> str:
+        return prefix + dense_text(text, split[row])
+
+    def counted(text: str, row: int) -> int:
+        return embedder.count_tokens(embedded(text, row))
+
+    texts = [embedded(c.indexed_text(ctx.context_first), row) for row, (_, c) in enumerate(owned)]
+    pieces = count_tokens_many(embedder, texts)
+    for row, (_, situated) in enumerate(owned):
+        if pieces[row] <= limit or not situated.context:
+            continue
+        # BM25 reads the whole context; the embedder reads only max_tokens, so there a long
+        # context is trimmed at a sentence boundary rather than pushing the chunk's tail out.
+        fitted = fit_context(situated, functools.partial(counted, row=row), limit)
+        texts[row] = embedded(fitted.indexed_text(ctx.context_first), row)
+        pieces[row] = embedder.count_tokens(texts[row])
     for (document, _), n in zip(owned, pieces, strict=True):
-        if n > embedder.max_tokens:
+        if n > limit:
             report.chunks_truncated += 1
             sources = report.truncated_sources
             sources[document.source] = sources.get(document.source, 0) + 1

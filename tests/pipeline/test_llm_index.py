@@ -4,7 +4,7 @@ server, through `build_index` and the CLI (`--context auto` detects the provider
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
@@ -12,11 +12,14 @@ from click.testing import CliRunner
 
 from ctxr.cli import main
 from ctxr.config import load_settings
+from ctxr.index.embed.base import EmbedderWrapper, FloatMatrix
 from ctxr.index.manifest import Manifest
 from ctxr.pipeline.build import build_index
 from ctxr.pipeline.report import IndexReport
+from ctxr.retrieve.service import SearchService
 from tests.fakes.hash_embedder import HashEmbedder
 from tests.fakes.llm_server import FakeLLMServer
+from tests.fixtures.answers import grouped_answer
 from tests.fixtures.corpora import write_topics
 from tests.fixtures.environment import use_fake_llm
 
@@ -195,3 +198,46 @@ def test_a_server_whose_answers_are_no_context_fails_the_run_and_is_asked_again(
     contexts = json.loads(again.stdout)["contexts"]
     assert working.count("messages", 200) >= 1  # what was not answered is asked again
     assert contexts["flagged"] == 0 and contexts["failures"] == 0
+
+
+class _SmallInput(EmbedderWrapper):
+    """The hash embedder with an input of `LIMIT` words, keeping what it is asked to embed."""
+
+    LIMIT = 80
+
+    def __init__(self) -> None:
+        super().__init__(HashEmbedder())
+        self.texts: list[str] = []
+
+    @property
+    def max_tokens(self) -> int:
+        return self.LIMIT
+
+    def embed(self, texts: Sequence[str]) -> FloatMatrix:
+        self.texts.extend(texts)
+        return self.inner.embed(texts)
+
+
+def test_a_long_context_is_trimmed_for_the_embedder_and_kept_whole_for_bm25(
+    tmp_path: Path, fake_llm_factory: Callable[..., FakeLLMServer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Twelve sentences of eight words: with a chunk of about thirty words, over the input.
+    sentences = [f"Sentence {n} places this passage within harbour records." for n in range(12)]
+    context = " ".join(sentences)
+    server = fake_llm_factory(respond=grouped_answer(context))
+    use_fake_llm(monkeypatch, server)
+    monkeypatch.setenv("CTXR_LLM_MODEL", MODEL)
+    settings = load_settings(index_dir=tmp_path / "idx", chunk_tokens=40, context="llm")
+    embedder = _SmallInput()
+    report = build_index([write_topics(tmp_path / "corpus", ("harbour",))], settings,
+                         embedder=embedder)  # fmt: skip
+
+    assert report.contexts is not None and report.contexts.failures == 0
+    assert report.chunks_truncated == 0 and embedder.texts
+    for text in embedder.texts:
+        assert embedder.count_tokens(text) <= _SmallInput.LIMIT
+        kept = [s for s in sentences if s in text]
+        assert kept == sentences[: len(kept)] and 0 < len(kept) < len(sentences)
+    with SearchService(settings, embedder=embedder) as service:
+        hit = service.search("Sentence 11 harbour records", k=1, mode="bm25")[0]
+    assert hit.context == context  # BM25 and the payload keep the whole context

@@ -139,6 +139,16 @@ class OnnxEmbedder:
         assert self._counter is not None
         return len(self._counter.encode(text, add_special_tokens=True).ids)
 
+    def count_tokens_many(self, texts: Sequence[str]) -> list[int]:
+        """`count_tokens` of each text in one call: the tokenizer encodes the batch on every
+        core and skips the character offsets (2x one at a time on two cores)."""
+        if isinstance(texts, str):
+            raise TypeError("count_tokens_many() takes a sequence of strings, not a string")
+        self._load_tokenizers()
+        assert self._counter is not None
+        encodings = self._counter.encode_batch_fast(list(texts), add_special_tokens=True)
+        return [len(encoding.ids) for encoding in encodings]
+
     def embed(self, texts: Sequence[str]) -> FloatMatrix:
         if isinstance(texts, str):  # a bare string would be embedded one character at a time
             raise TypeError("embed() takes a sequence of strings, not a single string")

@@ -10,6 +10,7 @@ import json
 import re
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +19,9 @@ import pytest
 
 from ctxr.errors import ConfigError, EmbedderError
 from ctxr.index.embed import onnx as embed_module
-from ctxr.index.embed.base import Embedder
+from ctxr.index.embed.base import Embedder, EmbedderWrapper, FloatMatrix, count_tokens_many
 from ctxr.index.embed.onnx import DIM, OnnxEmbedder, model_path, tokenizer_path
+from tests.fakes.hash_embedder import HashEmbedder
 from tests.fixtures.paths import DATA, ROOT
 
 REFERENCE = DATA / "minilm_reference.json"
@@ -108,6 +110,39 @@ def test_count_tokens_includes_specials_and_does_not_truncate(embedder: OnnxEmbe
     assert embedder.count_tokens("") == 2  # [CLS] [SEP]
     assert embedder.count_tokens("hello world") == 4
     assert embedder.count_tokens("word " * 1000) == 1002
+
+
+# Prose, code with identifiers, a special token's text, accents, an empty string and a text
+# far past the limit: the batch count must be the one-at-a-time count for every kind.
+COUNTED = [
+    "Contextual retrieval, offline.",
+    "def parse_http_response(raw: bytes) -> Response:  # [SEP] [CLS]",
+    "Café naïve résumé, 東京 and Привет",
+    "",
+    "word " * 600,
+]
+
+
+def test_count_tokens_many_is_count_tokens_of_each(embedder: OnnxEmbedder) -> None:
+    assert embedder.count_tokens_many(COUNTED) == [embedder.count_tokens(t) for t in COUNTED]
+    assert count_tokens_many(embedder, COUNTED)[-1] > embedder.max_tokens
+    assert embedder.count_tokens_many([]) == []
+    with pytest.raises(TypeError):
+        embedder.count_tokens_many("one text")
+
+
+class _Passing(EmbedderWrapper):
+    def embed(self, texts: Sequence[str]) -> FloatMatrix:
+        return self.inner.embed(texts)
+
+
+def test_count_tokens_many_falls_back_to_one_at_a_time(embedder: OnnxEmbedder) -> None:
+    bare = HashEmbedder()  # no batch count of its own
+    one_by_one = [bare.count_tokens(t) for t in COUNTED]
+    assert count_tokens_many(bare, COUNTED) == one_by_one
+    # A wrapper counts as its inner embedder does, in a batch or not.
+    assert _Passing(bare).count_tokens_many(COUNTED) == one_by_one
+    assert _Passing(embedder).count_tokens_many(COUNTED) == embedder.count_tokens_many(COUNTED)
 
 
 def test_truncation_limit_is_applied() -> None:
