@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ctxr.index.embed.identifiers import dense_text, split_counter, split_identifiers, splits
 
@@ -39,3 +43,26 @@ def test_counter_counts_the_split_text() -> None:
     words = split_counter(lambda text: len(text.split()), True)
     assert words("parseHttpResponse(raw_bytes)") == 4  # parse Http Response(raw bytes)
     assert split_counter(len, False) is len
+
+
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*")
+
+
+def _by_every_word(text: str) -> str:
+    """The rule as first written: every word of ``_WORD`` through the cut, one at a time."""
+
+    def one(match: re.Match[str]) -> str:
+        word = match.group(0)
+        if word.islower() or word.isupper() or (word[0].isupper() and word[1:].islower()):
+            return word
+        parts = re.split(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", word)
+        short = [p for p in parts if len(p) < (2 if p.isupper() or p.isdigit() else 3)]
+        return word if len(parts) < 2 or short else " ".join(parts)
+
+    return _WORD.sub(one, re.sub(r"(?<=[A-Za-z0-9])_+(?=[A-Za-z0-9])", " ", text))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet="aAbBzZ09_ é.:(", max_size=40))
+def test_only_mixed_words_are_looked_at_and_the_result_is_the_rule(text: str) -> None:
+    assert split_identifiers(text) == _by_every_word(text)
