@@ -39,7 +39,7 @@ from ctxr.enrich.situate.contexts import fit_context
 from ctxr.index import components
 from ctxr.index.bm25.analyzer import Bm25Analyzer
 from ctxr.index.bm25.weights import Bm25Params, SparseTerms, document_vector
-from ctxr.index.embed.base import Embedder, FloatMatrix, count_tokens_many
+from ctxr.index.embed.base import Embedder, FloatMatrix
 from ctxr.index.embed.identifiers import dense_text, splits
 from ctxr.index.manifest import DocumentEntry, Manifest
 from ctxr.index.payload import chunk_payload
@@ -234,7 +234,8 @@ def _count_amplification(
         )
     started = [part.item.document for part in batch if part.first]
     whole = [dense_text(d.text, splits(d.kind, ctx.split_identifiers)) for d in started]
-    for document, n in zip(started, count_tokens_many(ctx.embedder, whole), strict=True):
+    for document, text in zip(started, whole, strict=True):
+        n = ctx.embedder.count_tokens(text)
         report.document_pieces[document.kind] = report.document_pieces.get(document.kind, 0) + n
 
 
@@ -244,9 +245,9 @@ def _dense_texts(
     """The batch's chunks with the texts the embedder reads and their word pieces; counts
     the truncated chunks and the embedding amplification into `report`.
 
-    The texts are counted in one call (`count_tokens_many`), once each: with Ray actors
-    embedding, this counting is most of what the driver does per chunk. Only a chunk whose
-    text is over the embedder's limit is counted again, while its context is trimmed."""
+    Each text is counted once, as embedded: with Ray actors embedding, this counting is most
+    of what the driver does per chunk. Only a chunk whose text is over the embedder's limit
+    is counted again, while its context is trimmed."""
     embedder = ctx.embedder
     limit = embedder.max_tokens
     owned = [
@@ -262,7 +263,7 @@ def _dense_texts(
         return embedder.count_tokens(embedded(text, row))
 
     texts = [embedded(c.indexed_text(ctx.context_first), row) for row, (_, c) in enumerate(owned)]
-    pieces = count_tokens_many(embedder, texts)
+    pieces = [embedder.count_tokens(text) for text in texts]
     for row, (_, situated) in enumerate(owned):
         if pieces[row] <= limit or not situated.context:
             continue

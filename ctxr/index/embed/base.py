@@ -45,27 +45,6 @@ class Embedder(Protocol):
         ...
 
 
-@runtime_checkable
-class CountsInBatches(Protocol):
-    """An embedder that counts many texts' tokens in one call, faster than one at a time (the
-    local model's tokenizer spreads a batch over every core). Optional: `count_tokens_many`
-    falls back to `Embedder.count_tokens` for an embedder without it."""
-
-    def count_tokens_many(self, texts: Sequence[str]) -> list[int]:
-        """`count_tokens` of each text, in input order."""
-        ...
-
-
-def count_tokens_many(embedder: Embedder, texts: Sequence[str]) -> list[int]:
-    """`embedder.count_tokens` of each text, in one call where the embedder counts in batches.
-
-    The indexer counts every chunk it embeds (to order them and to find those over the
-    limit); with a Ray cluster embedding, that counting is the driver's largest cost."""
-    if isinstance(embedder, CountsInBatches):
-        return embedder.count_tokens_many(texts)
-    return [embedder.count_tokens(text) for text in texts]
-
-
 class EmbedderWrapper(ABC):
     """An `Embedder` around another, `inner`: the name, sizes and token counts are the inner
     model's (what the manifest records and what the splitter sizes by must not change because
@@ -89,9 +68,6 @@ class EmbedderWrapper(ABC):
 
     def count_tokens(self, text: str) -> int:
         return self.inner.count_tokens(text)
-
-    def count_tokens_many(self, texts: Sequence[str]) -> list[int]:
-        return count_tokens_many(self.inner, texts)
 
     @property
     def texts_per_call(self) -> int:

@@ -35,6 +35,7 @@ import numpy.typing as npt
 
 from ctxr.errors import ConfigError, EmbedderError
 from ctxr.index.embed.base import FloatMatrix
+from ctxr.index.embed.piece_count import PieceCounter
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -116,7 +117,7 @@ class OnnxEmbedder:
         self._threads = threads if threads is not None else _default_threads()
         self._lock = threading.Lock()
         self._tokenizer: Tokenizer | None = None  # truncating, for embedding
-        self._counter: Tokenizer | None = None  # not truncating, for count_tokens
+        self._counter: PieceCounter | None = None  # not truncating, for count_tokens
         self._session: Any = None  # onnxruntime.InferenceSession (untyped package)
         self._input_names: frozenset[str] = frozenset()
 
@@ -137,17 +138,7 @@ class OnnxEmbedder:
         chunks to fit `max_tokens`. Loads only the tokenizer (tens of milliseconds)."""
         self._load_tokenizers()
         assert self._counter is not None
-        return len(self._counter.encode(text, add_special_tokens=True).ids)
-
-    def count_tokens_many(self, texts: Sequence[str]) -> list[int]:
-        """`count_tokens` of each text in one call: the tokenizer encodes the batch on every
-        core and skips the character offsets (2x one at a time on two cores)."""
-        if isinstance(texts, str):
-            raise TypeError("count_tokens_many() takes a sequence of strings, not a string")
-        self._load_tokenizers()
-        assert self._counter is not None
-        encodings = self._counter.encode_batch_fast(list(texts), add_special_tokens=True)
-        return [len(encoding.ids) for encoding in encodings]
+        return self._counter.count(text)
 
     def embed(self, texts: Sequence[str]) -> FloatMatrix:
         if isinstance(texts, str):  # a bare string would be embedded one character at a time
@@ -231,7 +222,7 @@ class OnnxEmbedder:
             counter.no_truncation()
             counter.no_padding()
             self._tokenizer = tokenizer
-            self._counter = counter
+            self._counter = PieceCounter(counter)
 
     def _load(self) -> None:
         self._load_tokenizers()

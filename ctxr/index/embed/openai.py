@@ -151,13 +151,6 @@ class OpenAIEmbedder:
         """Tokens in ``text``, not truncated, so a splitter can size chunks to `max_tokens`."""
         return len(get_encoding(ENCODING).encode(text, disallowed_special=()))
 
-    def count_tokens_many(self, texts: Sequence[str]) -> list[int]:
-        """`count_tokens` of each text in one call (tiktoken encodes a batch on threads);
-        special tokens are ordinary text in both."""
-        if isinstance(texts, str):
-            raise TypeError("count_tokens_many() takes a sequence of strings, not a string")
-        return [len(ids) for ids in get_encoding(ENCODING).encode_ordinary_batch(list(texts))]
-
     def embed(self, texts: Sequence[str]) -> FloatMatrix:
         if isinstance(texts, str):  # a bare string would be embedded one character at a time
             raise TypeError("embed() takes a sequence of strings, not a single string")

@@ -6,22 +6,25 @@ sentence-transformers are far too heavy to be test dependencies.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import subprocess
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from tokenizers import Tokenizer
 
 from ctxr.errors import ConfigError, EmbedderError
 from ctxr.index.embed import onnx as embed_module
-from ctxr.index.embed.base import Embedder, EmbedderWrapper, FloatMatrix, count_tokens_many
+from ctxr.index.embed.base import Embedder
+from ctxr.index.embed.identifiers import split_identifiers
 from ctxr.index.embed.onnx import DIM, OnnxEmbedder, model_path, tokenizer_path
-from tests.fakes.hash_embedder import HashEmbedder
 from tests.fixtures.paths import DATA, ROOT
 
 REFERENCE = DATA / "minilm_reference.json"
@@ -112,37 +115,54 @@ def test_count_tokens_includes_specials_and_does_not_truncate(embedder: OnnxEmbe
     assert embedder.count_tokens("word " * 1000) == 1002
 
 
-# Prose, code with identifiers, a special token's text, accents, an empty string and a text
-# far past the limit: the batch count must be the one-at-a-time count for every kind.
+# Prose, code with identifiers, special tokens' text, accents and combining marks, CJK, spaces
+# that are not ASCII, control characters, an empty string, a segment past the kept length and
+# a text far past the limit.
 COUNTED = [
     "Contextual retrieval, offline.",
     "def parse_http_response(raw: bytes) -> Response:  # [SEP] [CLS]",
-    "Café naïve résumé, 東京 and Привет",
+    "Cafe\u0301 naïve résumé, 東京都 and Привет, مرحبا بالعالم",
+    "a\u00a0b\u2003c\u3000d\x1ce\x85f\x0bg\x0ch \u200bi\tj\r\nk",
     "",
+    "x" * 300 + " " + "ab" * 40,
     "word " * 600,
 ]
+WHITESPACE_AND_SCRIPTS = list("aZ9 _.#\n\t\r\x0b\x1c\x85\u00a0\u3000é\u0301東京ي\u200b!")
 
 
-def test_count_tokens_many_is_count_tokens_of_each(embedder: OnnxEmbedder) -> None:
-    assert embedder.count_tokens_many(COUNTED) == [embedder.count_tokens(t) for t in COUNTED]
-    assert count_tokens_many(embedder, COUNTED)[-1] > embedder.max_tokens
-    assert embedder.count_tokens_many([]) == []
-    with pytest.raises(TypeError):
-        embedder.count_tokens_many("one text")
+@functools.cache
+def _tokenizer() -> Tokenizer:
+    tokenizer = Tokenizer.from_file(str(tokenizer_path()))
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
+    return tokenizer
 
 
-class _Passing(EmbedderWrapper):
-    def embed(self, texts: Sequence[str]) -> FloatMatrix:
-        return self.inner.embed(texts)
+def _whole(text: str) -> int:
+    """The count of the whole text at once, by the tokenizer itself."""
+    return len(_tokenizer().encode(text, add_special_tokens=True).ids)
 
 
-def test_count_tokens_many_falls_back_to_one_at_a_time(embedder: OnnxEmbedder) -> None:
-    bare = HashEmbedder()  # no batch count of its own
-    one_by_one = [bare.count_tokens(t) for t in COUNTED]
-    assert count_tokens_many(bare, COUNTED) == one_by_one
-    # A wrapper counts as its inner embedder does, in a batch or not.
-    assert _Passing(bare).count_tokens_many(COUNTED) == one_by_one
-    assert _Passing(embedder).count_tokens_many(COUNTED) == embedder.count_tokens_many(COUNTED)
+def test_counting_word_by_word_is_counting_the_whole_text(embedder: OnnxEmbedder) -> None:
+    sources = sorted((ROOT / "ctxr" / "index").rglob("*.py"))[:30]
+    sources += sorted((ROOT / "examples").rglob("*.md"))[:10]
+    texts = [*COUNTED]
+    for path in sources:
+        text = path.read_text(encoding="utf-8")
+        texts.extend(text[i : i + 900] for i in range(0, len(text), 700))
+    texts.extend(split_identifiers(t) for t in texts[:50])
+    assert len(texts) > 200
+    for text in texts * 2:  # the second time from the kept segments
+        assert embedder.count_tokens(text) == _whole(text), text[:80]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=WHITESPACE_AND_SCRIPTS, max_size=30))
+def test_counting_word_by_word_holds_for_any_whitespace(text: str) -> None:
+    assert COUNTER.count_tokens(text) == _whole(text)
+
+
+COUNTER = OnnxEmbedder(threads=1)  # loads only its tokenizer, on the first count
 
 
 def test_truncation_limit_is_applied() -> None:

@@ -55,12 +55,6 @@ def test_vectors_are_the_servers_normalised_in_input_order(fake_llm_factory: Fac
         embedder.embed("one string")
 
 
-def test_count_tokens_many_is_count_tokens_of_each(fake_llm_factory: Factory) -> None:
-    embedder = _embedder(fake_llm_factory())
-    texts = [*TEXTS, "", "<|endoftext|> is text here", "word " * 9000]
-    assert embedder.count_tokens_many(texts) == [embedder.count_tokens(t) for t in texts]
-
-
 def test_requests_are_cut_by_count_and_by_tokens(fake_llm_factory: Factory) -> None:
     server = fake_llm_factory()
     texts = [" ".join(["word"] * n) for n in (30, 30, 30, 5, 5, 60)]
