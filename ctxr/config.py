@@ -279,6 +279,14 @@ class StoreSettings(_Group):
     optimize_min_points: int = Field(
         10_000, ge=0, description="build HNSW after a run once the index holds this many points"
     )
+    # The embedded shard's segments hold at most this many points: a run that writes more
+    # closes the segment it writes to (builds its HNSW index) and goes on in a new one. The
+    # engine searches a shard's segments in parallel, one thread each, so a search over a
+    # large index uses more than one core, and each HNSW build is bounded. Fixed when an index
+    # is created (a shard made before keeps one segment). See docs/explanation/benchmarks.md.
+    segment_points: int = Field(
+        500_000, ge=0, description="points a segment of a new embedded shard holds; 0: one segment"
+    )
     # int8: the dense vectors searched as bytes held in memory, the float32 originals read from
     # disk only to rescore twice the candidates asked for (`ctxr.index.store.quantization`).
     # Recall against exact search on real MiniLM vectors equals float32 HNSW's, the HNSW build

@@ -337,7 +337,7 @@ def _optimize(store: Store, settings: Settings, report: IndexReport, progress: P
     with report.timed("optimize"):
         store.optimize()
         store.flush()
-    report.optimize_seconds = time.perf_counter() - started
+    report.optimize_seconds += time.perf_counter() - started
 
 
 def _verify(store: Store, manifest: Manifest, index_dir: Path, report: IndexReport) -> None:

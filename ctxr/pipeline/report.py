@@ -39,7 +39,8 @@ class IndexReport:
     contexts: LedgerSummary | None = None  # the LLM ledger's summary, when one ran
     seconds: float = 0.0
     interrupted: bool = False  # Ctrl-C: the counts are what was kept (see IndexInterrupted)
-    optimize_seconds: float = 0.0  # building the HNSW index after the run (0 when skipped)
+    optimize_seconds: float = 0.0  # building HNSW indexes: closed segments, then the last
+    segments_closed: int = 0  # segments closed during the run (`CTXR_SEGMENT_POINTS`)
     # Token counts of the chunks written this run, per kind (see `ctxr.pipeline.chunk_sizes`).
     chunk_sizes: dict[str, dict[str, object]] = field(default_factory=dict)
     # Embedder word pieces: of the texts embedded this run, and of their documents, per kind.

@@ -133,7 +133,8 @@ def write(
                        settings.embed.context_position == "before",
                        settings.embed.split_identifiers, whole,
                        PacedSaves(manifest, Path(report.index_dir), store.flush),
-                       settings.embed.embedding_document_prefix)  # fmt: skip
+                       settings.embed.embedding_document_prefix,
+                       settings.store.segment_points)  # fmt: skip
     progress.start(EMBED_PHASE, len(new_counts))
     # The changed documents leave the manifest, saved once, before any of their old points go
     # (they may now have fewer chunks): a run killed after that leaves points the manifest does
@@ -216,6 +217,7 @@ class _Context:
     document_avg_len: float  # mean length of whole-document BM25 vectors; 0.0: none written
     saves: PacedSaves  # when the manifest is saved (`manifest_pace.py`)
     document_prefix: str  # read by the embedder before each chunk (CTXR_EMBEDDING_DOCUMENT_PREFIX)
+    segment_points: int  # a segment is closed every this many points written (0: never)
 
 
 def _count_amplification(
@@ -296,6 +298,7 @@ def _write_batch(
         ctx.store.delete_documents(_starting(batch))
         ctx.store.upsert(_points(owned, vectors, _carried(batch, ctx), ctx))
         _record(batch, len(owned), manifest, ctx, recipe, report)  # flushed and saved when due
+    _close_full_segment(ctx, report, progress)
 
 
 def _texts_per_call(embedder: Embedder) -> int:
@@ -367,6 +370,27 @@ def _acknowledged(
         report.points_written_by_workers += flight.points
     with report.timed("write"):
         _record(flight.batch, flight.points, manifest, ctx, recipe, report)
+    _close_full_segment(ctx, report, progress)
+
+
+def _close_full_segment(ctx: _Context, report: IndexReport, progress: Progress) -> None:
+    """Close the segment being written once this run has written `segment_points` points into
+    it: the store builds its HNSW index, and the next points go to a new segment.
+
+    The engine searches segments in parallel, so a large index served from one segment would
+    search on one core. Counted from what this run wrote (`IndexReport.segments_closed`), so
+    an index that already holds unclosed points may get one larger segment. A Qdrant server
+    builds its own segments: there `optimize` does nothing."""
+    size = ctx.segment_points
+    if not size or report.chunks_written < (report.segments_closed + 1) * size:
+        return
+    progress.note(f"closing a segment of {size:,} points: building its HNSW index...")
+    started = time.perf_counter()
+    with report.timed("optimize"):
+        ctx.store.optimize()
+        ctx.store.flush()
+    report.optimize_seconds += time.perf_counter() - started
+    report.segments_closed += 1
 
 
 def _embed_in_steps(

@@ -451,3 +451,51 @@ def test_a_changed_document_leaves_the_manifest_before_its_points_go(
     SearchService(settings, embedder=HashEmbedder()).close()
     report = build_index([corpus], settings, embedder=HashEmbedder())
     assert report.points_total == Manifest.load(tmp_path / "idx").chunk_count == 13
+
+
+@pytest.mark.slow
+def test_a_large_run_closes_segments_that_find_what_one_segment_finds(tmp_path: Path) -> None:
+    import qdrant_edge as qe
+
+    corpus = tmp_path / "docs"  # real prose, about 1,500 chunks: few ties between scores
+    shutil.copytree(ROOT / "docs", corpus)
+    one = load_settings(index_dir=tmp_path / "one", cache_dir=tmp_path / "cache")
+    apart = one.replace(index_dir=tmp_path / "apart", segment_points=256)
+    whole = build_index([corpus], one.replace(optimize_min_points=1), embedder=HashEmbedder())
+    split = build_index([corpus], apart.replace(optimize_min_points=1), embedder=HashEmbedder())
+
+    assert whole.segments_closed == 0 and split.chunks_written == whole.chunks_written > 3 * 256
+    assert split.segments_closed == split.chunks_written // 256  # one a write batch, here
+
+    def segments(settings: Settings) -> int:
+        shard = qe.EdgeShard.load(str(shard_path(Path(settings.index_dir))))
+        try:
+            return int(shard.info().segments_count)
+        finally:
+            shard.close()
+
+    closed = segments(apart)
+    assert closed >= segments(one) + split.segments_closed - 1  # closed segments stay apart
+    for query in ("HNSW build at a million chunks", "resume a killed run", "BM25 window"):
+        for mode in ("dense", "bm25", "hybrid"):
+            (scores, ids), (split_scores, split_ids) = (
+                _ranked(settings, query, mode) for settings in (one, apart)
+            )
+            assert split_scores == pytest.approx(scores, abs=1e-4), (query, mode)
+            assert split_ids == ids, (query, mode)
+    # An incremental run writes its points beside the closed segments, never merging them.
+    page = corpus / "index.md"
+    page.write_text(page.read_text(encoding="utf-8") + "\n\nA new closing paragraph.\n")
+    again = build_index([corpus], apart.replace(optimize_min_points=1), embedder=HashEmbedder())
+    assert again.documents_indexed == 1 and again.segments_closed == 0
+    assert segments(apart) >= closed
+
+
+def _ranked(settings: Settings, query: str, mode: str) -> tuple[list[float], set[str]]:
+    """The scores of the top 20, and the chunks scored clearly above the 20th: segments may
+    order chunks of equal score either way, one of them may fall past the 20th, and a sum
+    taken over segments may differ in its last bits."""
+    with SearchService(settings, embedder=HashEmbedder()) as service:
+        hits = service.search(query, k=20, mode=mode)
+    scores = [h.score for h in hits]
+    return scores, {h.chunk_id for h in hits if h.score > scores[-1] + 1e-4}

@@ -40,7 +40,9 @@ def create_store(store: StoreSettings, index_dir: Path, dim: int) -> Store:
     if store.qdrant_url:
         index_dir.mkdir(parents=True, exist_ok=True)  # the manifest still lives here
         return _server(store, "create", dim)
-    return EdgeStore.create(shard_path(index_dir), dim, store.hnsw_ef, store.quantization)
+    return EdgeStore.create(
+        shard_path(index_dir), dim, store.hnsw_ef, store.quantization, store.segment_points
+    )
 
 
 def drop_store(store: StoreSettings, index_dir: Path) -> None:
