@@ -53,7 +53,7 @@ Usage::
 
     python -m bench.speed.scale [--chunks 1000000] [--queries 200] [--requests 400]
         [--clients 1,8] [--pool 256] [--update-share 0.01] [--seed 7] [--keep DIR]
-        [--quantization int8|none]
+        [--quantization int8|none] [--no-update]
 """
 
 from __future__ import annotations
@@ -260,6 +260,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--clients", default="1,8", help="comma-separated concurrency levels")
     parser.add_argument("--pool", type=int, default=256, help="real MiniLM vectors in the pool")
     parser.add_argument("--update-share", type=float, default=0.01, help="files edited")
+    parser.add_argument(
+        "--no-update", action="store_true", help="search a kept index only: edit no file"
+    )
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--keep", type=Path, help="keep corpus and index here (reused if there)")
     parser.add_argument(
@@ -340,12 +343,14 @@ def run(args: argparse.Namespace, work: Path, clients: list[int]) -> int:
         server.terminate()
         server.wait(timeout=STOP_SECONDS)
 
-    state["rounds"] += 1
-    edited = markdown_corpus.edit(corpus, args.update_share, state["rounds"])
-    (work / STATE).write_text(json.dumps(state))
-    update = _build(work, args.seed, args.quantization)  # taken only at creation
-    share = update["seconds"] / build["seconds"]
-    say(f"update of {len(edited):,} edited files: {update['seconds']:.1f} s ({_stages(update)})")
+    update: dict[str, Any] | None = None
+    if not args.no_update:
+        state["rounds"] += 1
+        edited = markdown_corpus.edit(corpus, args.update_share, state["rounds"])
+        (work / STATE).write_text(json.dumps(state))
+        update = _build(work, args.seed, args.quantization)  # taken only at creation
+        seconds = update["seconds"]
+        say(f"update of {len(edited):,} edited files: {seconds:.1f} s ({_stages(update)})")
 
     say()
     say(
@@ -364,17 +369,19 @@ def run(args: argparse.Namespace, work: Path, clients: list[int]) -> int:
     say(f"| build peak RSS | {build['peak_mib']:,.0f} MiB |")
     say(f"| open: `ctxr serve` start to first answer | {open_s:.1f} s |")
     say(f"| server peak RSS after the load | {server_peak:,.0f} MiB |")
-    say(
-        f"| update: {len(edited):,} files ({args.update_share:.0%}) edited | "
-        f"{update['seconds']:.1f} s = {share:.2%} of the build |"
-    )
+    if update is not None:
+        say(
+            f"| update: {len(edited):,} files ({args.update_share:.0%}) edited | "
+            f"{update['seconds']:.1f} s = {update['seconds'] / build['seconds']:.2%} of the build |"
+        )
     say()
     say(f"build stages (s): {_stages(build)}; context {build['context_kind']}")
-    say(
-        f"update stages (s): {_stages(update)}; {update['documents_indexed']:,} documents "
-        f"redone, {update['documents_unchanged']:,} unchanged, {update['chunks_written']:,} "
-        f"chunks written; peak RSS {update['peak_mib']:,.0f} MiB"
-    )
+    if update is not None:
+        say(
+            f"update stages (s): {_stages(update)}; {update['documents_indexed']:,} documents "
+            f"redone, {update['documents_unchanged']:,} unchanged, {update['chunks_written']:,} "
+            f"chunks written; peak RSS {update['peak_mib']:,.0f} MiB"
+        )
     say()
     say(
         f"hybrid search through `ctxr serve`, k = {K}, {args.queries} queries warmed (their "
