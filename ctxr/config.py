@@ -282,8 +282,9 @@ class StoreSettings(_Group):
     # The embedded shard's segments hold at most this many points: a run that writes more
     # closes the segment it writes to (builds its HNSW index) and goes on in a new one. The
     # engine searches a shard's segments in parallel, one thread each, so a search over a
-    # large index uses more than one core, and each HNSW build is bounded. Fixed when an index
-    # is created (a shard made before keeps one segment). See docs/explanation/benchmarks.md.
+    # large index uses more than one core, and each HNSW build is bounded. The limit that keeps
+    # closed segments apart is set when a shard is created (`segment_optimizers`); a Qdrant
+    # server makes its own segments. See docs/explanation/benchmarks.md.
     segment_points: int = Field(
         500_000, ge=0, description="points a segment of a new embedded shard holds; 0: one segment"
     )

@@ -134,7 +134,7 @@ def write(
                        settings.embed.split_identifiers, whole,
                        PacedSaves(manifest, Path(report.index_dir), store.flush),
                        settings.embed.embedding_document_prefix,
-                       settings.store.segment_points)  # fmt: skip
+                       _segment_points(settings))  # fmt: skip
     progress.start(EMBED_PHASE, len(new_counts))
     # The changed documents leave the manifest, saved once, before any of their old points go
     # (they may now have fewer chunks): a run killed after that leaves points the manifest does
@@ -373,14 +373,19 @@ def _acknowledged(
     _close_full_segment(ctx, report, progress)
 
 
+def _segment_points(settings: Settings) -> int:
+    """`CTXR_SEGMENT_POINTS` for the embedded shard; 0 for a Qdrant server, which makes its
+    own segments (its `optimize` does nothing, and no run should say it builds anything)."""
+    return 0 if settings.store.qdrant_url else settings.store.segment_points
+
+
 def _close_full_segment(ctx: _Context, report: IndexReport, progress: Progress) -> None:
     """Close the segment being written once this run has written `segment_points` points into
     it: the store builds its HNSW index, and the next points go to a new segment.
 
     The engine searches segments in parallel, so a large index served from one segment would
     search on one core. Counted from what this run wrote (`IndexReport.segments_closed`), so
-    an index that already holds unclosed points may get one larger segment. A Qdrant server
-    builds its own segments: there `optimize` does nothing."""
+    an index that already holds unclosed points may get one larger segment."""
     size = ctx.segment_points
     if not size or report.chunks_written < (report.segments_closed + 1) * size:
         return
