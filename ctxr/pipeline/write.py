@@ -234,11 +234,12 @@ def _count_amplification(
         report.embedded_pieces[document.kind] = report.embedded_pieces.get(document.kind, 0) + min(
             n, limit
         )
-    started = [part.item.document for part in batch if part.first]
-    whole = [dense_text(d.text, splits(d.kind, ctx.split_identifiers)) for d in started]
-    for document, text in zip(started, whole, strict=True):
-        n = ctx.embedder.count_tokens(text)
-        report.document_pieces[document.kind] = report.document_pieces.get(document.kind, 0) + n
+    for part in batch:
+        if part.first:
+            document = part.item.document
+            split = splits(document.kind, ctx.split_identifiers)
+            n = ctx.embedder.count_tokens(dense_text(document.text, split))
+            report.document_pieces[document.kind] = report.document_pieces.get(document.kind, 0) + n
 
 
 def _dense_texts(
