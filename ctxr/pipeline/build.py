@@ -40,7 +40,7 @@ from ctxr.pipeline.recipe import document_recipe
 from ctxr.pipeline.report import IndexInterrupted, IndexReport
 from ctxr.pipeline.reports import save_report
 from ctxr.pipeline.windows import UNBOUNDED, WINDOW_TEXT_CHARS, WindowedProgress, windows
-from ctxr.pipeline.write import truncation_notice, write
+from ctxr.pipeline.write import build_hnsw, truncation_notice, write
 from ctxr.progress import NullProgress, Progress
 from ctxr.types import Document
 
@@ -333,11 +333,7 @@ def _optimize(store: Store, settings: Settings, report: IndexReport, progress: P
     if not changed or report.points_total < settings.store.optimize_min_points:
         return
     progress.note(f"building the HNSW index over {report.points_total:,} points...")
-    started = time.perf_counter()
-    with report.timed("optimize"):
-        store.optimize()
-        store.flush()
-    report.optimize_seconds += time.perf_counter() - started
+    build_hnsw(store, report)
 
 
 def _verify(store: Store, manifest: Manifest, index_dir: Path, report: IndexReport) -> None:
