@@ -4,7 +4,7 @@
 (`ctxr.pipeline.write`), so the engine searches a large index's segments in parallel. This
 copies the points of an index kept by ``python -m bench.speed.scale --keep SRC`` (vectors,
 BM25 vectors and payloads, read from its shard) into a new shard under DST made with ctxr's
-segment settings (`ctxr.index.store.edge.segment_optimizers`), optimising after each K-th of
+segment settings (`EdgeStore.create`), optimising after each K-th of
 the points, so SRC (one segment, as a build before segments made it) and DST hold the same
 points and differ only in their segments. DST shares SRC's corpus and embedding cache (links)
 and copies the rest (manifest, state), so ``bench.speed.search_stages --keep DST`` and
@@ -26,9 +26,8 @@ from pathlib import Path
 import qdrant_edge as qe
 
 from bench.common.measure import load_line, parser, say
-from ctxr.index.payload import KEYWORD_FIELDS
-from ctxr.index.store.base import DENSE_VECTOR, DOCUMENT_VECTOR, SPARSE_VECTOR
-from ctxr.index.store.edge import _dense_params, segment_optimizers
+from ctxr.index.store.base import DENSE_VECTOR
+from ctxr.index.store.edge import EdgeStore
 
 PAGE = 2_000
 
@@ -53,19 +52,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     old = qe.EdgeShard.load(str(src / "index" / "qdrant"))
     total = int(old.info().points_count)
     per_segment = -(-total // args.segments)
-    new = qe.EdgeShard.create(
-        str(dst / "index" / "qdrant"),
-        qe.EdgeConfig(
-            vectors={DENSE_VECTOR: _dense_params(dim, quantization)},
-            sparse_vectors={
-                name: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)
-                for name in (SPARSE_VECTOR, DOCUMENT_VECTOR)
-            },
-            optimizers=segment_optimizers(per_segment, dim),
-        ),
-    )
-    for field in KEYWORD_FIELDS:
-        new.update(qe.UpdateOperation.create_field_index(field, qe.PayloadSchemaType.Keyword))
+    # The shard ctxr creates (vectors, BM25 vectors, payload indexes, segment settings); the
+    # copied points go in through the engine as read, payloads and sparse vectors unchanged.
+    store = EdgeStore.create(dst / "index" / "qdrant", dim, quantization=quantization,
+                             segment_points=per_segment)  # fmt: skip
+    new = store._shard
     started, copied, closed, offset = time.perf_counter(), 0, 0, None
     while True:
         request = qe.ScrollRequest(offset=offset, limit=PAGE, with_payload=True, with_vector=True)
@@ -80,10 +71,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if offset is None:
             break
     new.optimize()
-    new.flush()
     info = new.info()
     old.close()
-    new.close()
+    store.close()  # flushed and sealed, as a run leaves it
     say(
         f"{copied:,} of {total:,} points ({quantization}) copied into {info.segments_count} "
         f"segments (the last may be empty) in {time.perf_counter() - started:.0f} s"
