@@ -11,6 +11,7 @@ with the IDF modifier, the same scores.
 from __future__ import annotations
 
 import itertools
+import json
 import random
 import socket
 import threading
@@ -26,8 +27,10 @@ from ctxr.errors import ConfigError, IndexError_, IndexMismatchError, IndexNotFo
 from ctxr.index.bm25.weights import document_vector, query_vector
 from ctxr.index.store import factory as store_factory
 from ctxr.index.store.base import (
+    DOCUMENT_VECTOR,
     RANKING_FIELDS,
     SCROLL_PAGE,
+    SPARSE_VECTOR,
     ScoredRecord,
     Store,
     StoredPoint,
@@ -69,12 +72,14 @@ def _points(count: int = 40, seed: int = 7) -> list[StoredPoint]:
                 point_id=chunk_id_for(doc_id, n // 10),
                 dense=[rng.uniform(-1, 1) for _ in range(DIM)],
                 sparse=document_vector(terms, avg_len=4.5),
-                payload=partial_payload({
-                    "doc_id": doc_id,
-                    "source": doc_id,
-                    "index": n // 10,
-                    "text": " ".join(terms),
-                }),
+                payload=partial_payload(
+                    {
+                        "doc_id": doc_id,
+                        "source": doc_id,
+                        "index": n // 10,
+                        "text": " ".join(terms),
+                    }
+                ),
             )
         )
     return points
@@ -436,6 +441,19 @@ def test_a_new_index_holds_its_vectors_as_int8_unless_told_otherwise(tmp_path: P
         store_factory.create_store(settings.store, settings.index_dir, DIM).close()
         config = (store_factory.shard_path(settings.index_dir) / "edge_config.json").read_text()
         assert (kept in config) if kept else ('"int8"' not in config)
+
+
+def test_a_new_shard_keeps_its_closed_segments_bm25_postings_in_files(tmp_path: Path) -> None:
+    """Closed segments read their postings through the page cache instead of holding them on
+    the heap: the memory a long run keeps per point written (`edge._sparse_params`)."""
+    settings = load_settings(index_dir=tmp_path)
+    store_factory.create_store(settings.store, settings.index_dir, DIM).close()
+    config = json.loads(
+        (store_factory.shard_path(settings.index_dir) / "edge_config.json").read_text()
+    )
+    sparse = config["sparse_vectors"]
+    assert set(sparse) == {SPARSE_VECTOR, DOCUMENT_VECTOR}
+    assert all(params["memory"] == "cached" for params in sparse.values())
 
 
 def test_settings_choose_the_backend(tmp_path: Path) -> None:
