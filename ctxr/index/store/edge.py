@@ -465,9 +465,10 @@ def _sparse_params() -> Any:
     read through the page cache (`Memory.Cached`) instead of held on the heap.
 
     The segment being written keeps its postings on the heap whatever this says (about 1.4 kB
-    a point at ~66 terms); a closed segment with postings on the heap kept about 2 kB a point
-    for good, where in its files its anonymous memory is about 0.25 kB a point and the pages
-    are the kernel's to drop (docs/explanation/benchmarks.md, "Memory as the corpus grows").
+    a point at ~66 terms). Measured on the engine alone, 200,000 points in segments of 20,000:
+    1.2 kB of anonymous memory a point kept with the postings on the heap, 240 B with them in
+    the files, whose pages are the kernel's to drop, and the same BM25 query time
+    (docs/explanation/benchmarks.md, "Closed segments' BM25 postings in their files").
     """
     return qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf, memory=qe.Memory.Cached)
 

@@ -72,14 +72,12 @@ def _points(count: int = 40, seed: int = 7) -> list[StoredPoint]:
                 point_id=chunk_id_for(doc_id, n // 10),
                 dense=[rng.uniform(-1, 1) for _ in range(DIM)],
                 sparse=document_vector(terms, avg_len=4.5),
-                payload=partial_payload(
-                    {
-                        "doc_id": doc_id,
-                        "source": doc_id,
-                        "index": n // 10,
-                        "text": " ".join(terms),
-                    }
-                ),
+                payload=partial_payload({
+                    "doc_id": doc_id,
+                    "source": doc_id,
+                    "index": n // 10,
+                    "text": " ".join(terms),
+                }),
             )
         )
     return points
