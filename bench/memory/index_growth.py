@@ -18,6 +18,7 @@ the load average.
 Usage::
 
     python -m bench.memory.index_growth [--chunks 20000] [--factor 10] [--window N]
+        [--segment-points N]
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ SEED = 7
 _BUILD = "import sys; from bench.memory.index_growth import build_child; build_child(*sys.argv[1:])"
 
 
-def build_child(corpus: str, work: str, pool: str, window: str) -> None:
+def build_child(corpus: str, work: str, pool: str, window: str, segment_points: str) -> None:
     """In a child: index `corpus` into `work`/index with the pool embedder; print the report."""
     from ctxr.config import load_settings
     from ctxr.index import components
@@ -53,6 +54,7 @@ def build_child(corpus: str, work: str, pool: str, window: str) -> None:
         index_dir=Path(work) / "index",
         cache_dir=Path(work) / "cache",
         window_documents=int(window) or None,  # None: the default
+        **({"segment_points": int(segment_points)} if int(segment_points) else {}),
     )
     model = components.make_embedder(settings)  # its tokenizer sizes the chunks
     embedder = PoolEmbedder(np.load(pool), model, SEED)
@@ -91,6 +93,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--chunks", type=int, default=20_000, help="the 1x corpus' chunks")
     parser.add_argument("--factor", type=int, default=10)
     parser.add_argument("--window", type=int, default=0, help="CTXR_WINDOW_DOCUMENTS (0: default)")
+    parser.add_argument(
+        "--segment-points", type=int, default=0, help="CTXR_SEGMENT_POINTS (0: the default)"
+    )
     args = parser.parse_args(argv)
     say(load_line("at start"))
     rows = []
@@ -108,7 +113,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             work.mkdir()
             env = {k: v for k, v in os.environ.items() if not k.startswith("CTXR_")}
             run = run_child(_BUILD, str(corpus.root), str(work), str(root / "pool.npy"),
-                            str(args.window), env=env)  # fmt: skip
+                            str(args.window), str(args.segment_points), env=env)  # fmt: skip
             report = json.loads(run.stdout.strip().splitlines()[-1])
             chunks = report["chunks_written"]
             anon, file = report["peak_anon_mib"], report["peak_file_mib"]

@@ -6,12 +6,13 @@ this benchmark measures both on an index kept by ``python -m bench.speed.scale -
 with the scale benchmark's queries (2-6 words of the corpus's own law), interleaved query by
 query so that load drifts alike on every row:
 
-1. **The postings' number type.** Qdrant can keep a sparse index's weights as float16 or
-   uint8 (`EdgeSparseVectorParams(datatype=...)`) instead of float32. The index's chunk BM25
-   vectors are written into one sparse-only shard per type (IDF modifier, as ctxr's) and each
-   is optimised, as a built index is. Printed per type: p50 / p95 / mean of the query alone
-   (no payload) against float32's, how many of float32's top 10 and top 50 it finds, and the
-   shard's size on disk.
+1. **The postings' number type and memory.** Qdrant can keep a sparse index's weights as
+   float16 or uint8 (`EdgeSparseVectorParams(datatype=...)`) instead of float32, and a closed
+   segment's postings on the heap or in its files through the page cache (`memory=`; ctxr
+   uses `Memory.Cached`, `edge._sparse_params`). The index's chunk BM25 vectors are written
+   into one sparse-only shard per row (IDF modifier, as ctxr's) and each is optimised, as a
+   built index is. Printed per row: p50 / p95 / mean of the query alone (no payload) against
+   ctxr's, how many of ctxr's top 10 and top 50 it finds, and the shard's size on disk.
 2. **The payloads' memory.** Each candidate's ranking fields are read from the payload
    storage. A copy of the index's shard is loaded as ctxr loads it, and with its payload
    storage `Memory.Cached` and `Memory.Pinned` (`EdgeConfig(payload_memory=...)`). Printed per
@@ -42,9 +43,16 @@ from bench.common.synthetic import make_queries
 from ctxr.index.bm25.analyzer import Bm25Analyzer
 from ctxr.index.bm25.weights import SparseTerms, query_vector
 from ctxr.index.store.base import DENSE_VECTOR, DOCUMENT_VECTOR, RANKING_FIELDS, SPARSE_VECTOR
-from ctxr.index.store.edge import EdgeStore, _dense_params
+from ctxr.index.store.edge import EdgeStore, _dense_params, _sparse_params
 
-TYPES = ("Float32", "Float16", "Uint8")
+# Row name: (weight type, postings memory; None: the engine's default, on the heap).
+POSTINGS: dict[str, tuple[str, str | None]] = {
+    "float32, Cached (ctxr)": ("Float32", "Cached"),
+    "float32, heap": ("Float32", None),
+    "float16, Cached": ("Float16", "Cached"),
+    "uint8, Cached": ("Uint8", "Cached"),
+}
+BASE = next(iter(POSTINGS))
 PAYLOAD_MEMORY = ("as ctxr loads it", "Cached", "Pinned")
 LIMIT = 50  # the candidates a retriever fetches (CTXR_CANDIDATES)
 PAGE = 2_000
@@ -72,7 +80,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _postings(work: Path, scratch: Path, vectors: Sequence[SparseTerms]) -> None:
-    shards = {name: _shard(scratch / name, name) for name in TYPES}
+    shards = {name: _shard(scratch / f"postings-{i}", *row)
+              for i, (name, row) in enumerate(POSTINGS.items())}  # fmt: skip
     source = EdgeStore.open(work / "index" / "qdrant")
     started = time.perf_counter()
     points = 0
@@ -83,28 +92,29 @@ def _postings(work: Path, scratch: Path, vectors: Sequence[SparseTerms]) -> None
             points += len(page)
     finally:
         source.close()
-    say(f"{points:,} BM25 vectors copied into {len(TYPES)} shards in "
+    say(f"{points:,} BM25 vectors copied into {len(POSTINGS)} shards in "
         f"{time.perf_counter() - started:.0f} s")  # fmt: skip
     for name, shard in shards.items():
         started = time.perf_counter()
         shard.optimize()
         say(f"{name}: optimised in {time.perf_counter() - started:.1f} s")
     found, seconds = _timed({name: (shard, False) for name, shard in shards.items()}, vectors)
-    base = Timing.of(seconds[TYPES[0]])
+    base = Timing.of(seconds[BASE])
     say(f"{len(vectors)} queries, limit {LIMIT}, no payload")
     say("")
-    say("| postings | p50 ms | p95 ms | mean ms | p50 / float32 | top 10 kept | top 50 kept |")
+    say("| postings | p50 ms | p95 ms | mean ms | p50 / ctxr's | top 10 kept | top 50 kept |")
     say("|---|---:|---:|---:|---:|---:|---:|")
     for name, spans in seconds.items():
         t = Timing.of(spans)
-        at10 = _kept(found[TYPES[0]], found[name], 10)
-        at50 = _kept(found[TYPES[0]], found[name], LIMIT)
+        at10 = _kept(found[BASE], found[name], 10)
+        at50 = _kept(found[BASE], found[name], LIMIT)
         say(f"| {name} | {t.p50:.2f} | {t.p95:.2f} | {t.mean:.2f} | {t.p50 / base.p50:.2f}x "
             f"| {at10:.4f} | {at50:.4f} |")  # fmt: skip
     say("")
-    for name, shard in shards.items():
+    for i, (name, shard) in enumerate(shards.items()):
         shard.close()
-        size = sum(f.stat().st_size for f in (scratch / name).rglob("*") if f.is_file())
+        files = (scratch / f"postings-{i}").rglob("*")
+        size = sum(f.stat().st_size for f in files if f.is_file())
         say(f"{name}: shard on disk {size / 2**20:,.0f} MiB")
     say("")
 
@@ -134,7 +144,7 @@ def _loaded_as(shard: Path, dim: int, mode: str) -> Any:
         return None
     saved = json.loads((shard / "edge_config.json").read_text())
     quantized = "quantization_config" in saved["vectors"][DENSE_VECTOR]
-    sparse = qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)
+    sparse = _sparse_params()
     return qe.EdgeConfig(
         vectors={DENSE_VECTOR: _dense_params(dim, "int8" if quantized else "none")},
         sparse_vectors={SPARSE_VECTOR: sparse, DOCUMENT_VECTOR: sparse},
@@ -143,9 +153,11 @@ def _loaded_as(shard: Path, dim: int, mode: str) -> Any:
     )
 
 
-def _shard(path: Path, datatype: str) -> Any:
+def _shard(path: Path, datatype: str, memory: str | None) -> Any:
     params = qe.EdgeSparseVectorParams(
-        modifier=qe.Modifier.Idf, datatype=getattr(qe.VectorStorageDatatype, datatype)
+        modifier=qe.Modifier.Idf,
+        datatype=getattr(qe.VectorStorageDatatype, datatype),
+        memory=getattr(qe.Memory, memory) if memory else None,
     )
     path.mkdir(parents=True)
     return qe.EdgeShard.create(str(path), qe.EdgeConfig(sparse_vectors={SPARSE_VECTOR: params}))
