@@ -80,8 +80,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _postings(work: Path, scratch: Path, vectors: Sequence[SparseTerms]) -> None:
-    shards = {name: _shard(scratch / f"postings-{i}", *row)
-              for i, (name, row) in enumerate(POSTINGS.items())}  # fmt: skip
+    paths = {name: scratch / f"postings-{i}" for i, name in enumerate(POSTINGS)}
+    shards = {name: _shard(paths[name], *row) for name, row in POSTINGS.items()}
     source = EdgeStore.open(work / "index" / "qdrant")
     started = time.perf_counter()
     points = 0
@@ -111,10 +111,9 @@ def _postings(work: Path, scratch: Path, vectors: Sequence[SparseTerms]) -> None
         say(f"| {name} | {t.p50:.2f} | {t.p95:.2f} | {t.mean:.2f} | {t.p50 / base.p50:.2f}x "
             f"| {at10:.4f} | {at50:.4f} |")  # fmt: skip
     say("")
-    for i, (name, shard) in enumerate(shards.items()):
+    for name, shard in shards.items():
         shard.close()
-        files = (scratch / f"postings-{i}").rglob("*")
-        size = sum(f.stat().st_size for f in files if f.is_file())
+        size = sum(f.stat().st_size for f in paths[name].rglob("*") if f.is_file())
         say(f"{name}: shard on disk {size / 2**20:,.0f} MiB")
     say("")
 
