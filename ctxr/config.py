@@ -74,6 +74,11 @@ class CorpusSettings(_Group):
     follow_links: bool = Field(
         False, description="follow links that lead outside the indexed folders"
     )
+    # A file whose size, times and inode match the manifest's record is not read again
+    # (ctxr.enrich.load.stamp); off, every file is read and hashed to find what changed.
+    trust_file_stamps: bool = Field(
+        True, description="pass over files whose size, times and inode are as indexed"
+    )
     # Text that is not a document (ctxr.enrich.load.kinds) is skipped unless named here.
     include: Annotated[frozenset[str], NoDecode] = Field(
         frozenset(), description="non-documents to index anyway: markup,minified,lock,data"

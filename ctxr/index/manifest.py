@@ -58,6 +58,10 @@ class DocumentEntry:
     # BM25 terms of the whole document when its first chunk carries a document vector
     # (`ctxr.index.bm25.documents`); 0 when it carries none, and in older manifests.
     document_terms: int = 0
+    # The file's size, times and inode when its text was read (`ctxr.enrich.load.stamp`): a
+    # run passes over the file unread while they hold. None when not trusted (read within a
+    # moment of a change, or not from a file), and in older manifests: such a file is read.
+    stamp: tuple[int, int, int, int] | None = None
 
 
 @dataclass(slots=True)
@@ -69,6 +73,8 @@ class Manifest:
     # The store was made with the whole-document BM25 vector. Indexes made before it lack
     # it: they are read as before (two rankings), and `--rebuild` gives them the third.
     document_vectors: bool = False
+    # Stamps refreshed since the last save (`restamp`); never written.
+    restamped: bool = field(default=False, compare=False, repr=False)
 
     @property
     def chunk_count(self) -> int:
@@ -85,6 +91,20 @@ class Manifest:
         entry = self.documents.get(doc_id)
         return entry is not None and entry.sha256 == sha256 and entry.recipe == recipe
 
+    def is_stamped(self, doc_id: str, stamp: tuple[int, int, int, int], recipe: str) -> bool:
+        """Whether a document is indexed with this recipe from a file that still has `stamp`:
+        nothing to do, without reading the file."""
+        entry = self.documents.get(doc_id)
+        return entry is not None and entry.stamp == stamp and entry.recipe == recipe
+
+    def restamp(self, doc_id: str, stamp: tuple[int, int, int, int] | None) -> None:
+        """Record the stamp of a document found current by its content (touched, copied,
+        or indexed before stamps), so that the next run passes over it unread."""
+        entry = self.documents.get(doc_id)
+        if entry is not None and stamp is not None and entry.stamp != stamp:
+            entry.stamp = stamp
+            self.restamped = True
+
     def check_compatible(self, wanted: IndexSettings, index_dir: Path) -> None:
         problems = self.settings.mismatches(wanted)
         if problems:
@@ -96,6 +116,7 @@ class Manifest:
 
     def save(self, index_dir: Path) -> None:
         self.updated_at = _now()
+        self.restamped = False
         body = {
             "format": FORMAT_VERSION,
             "settings": asdict(self.settings),
@@ -138,7 +159,7 @@ class Manifest:
             return cls(
                 settings=IndexSettings(**_object(body.get("settings"), "settings")),
                 documents={
-                    k: DocumentEntry(**_object(v, f"documents[{k!r}]"))
+                    k: _entry(_object(v, f"documents[{k!r}]"))
                     for k, v in _object(body.get("documents"), "documents").items()
                 },
                 created_at=str(body["created_at"]),
@@ -153,6 +174,15 @@ class Manifest:
                 f"`ctxr index PATH --index {index_dir} --rebuild` to recreate the index "
                 "(contexts and embeddings come from the caches, nothing is paid again)"
             ) from exc
+
+
+def _entry(fields: dict[str, Any]) -> DocumentEntry:
+    entry = DocumentEntry(**fields)
+    if entry.stamp is not None:  # JSON gives a list; anything but four integers is no stamp
+        stamp: Any = entry.stamp
+        valid = isinstance(stamp, list) and len(stamp) == 4 and all(type(n) is int for n in stamp)
+        entry.stamp = (stamp[0], stamp[1], stamp[2], stamp[3]) if valid else None
+    return entry
 
 
 def _object(value: Any, name: str) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ctxr.config import Settings
+from ctxr.enrich.load.stamp import Stamp
 from ctxr.enrich.load.walk import display_path
 from ctxr.enrich.situate.contexts import ContextPlan, Situator, resolve_context
 from ctxr.errors import IndexNotFoundError
@@ -301,6 +302,8 @@ def _locked_run(
             )
         with report.timed("write"):
             store.flush()
+            if manifest.restamped:  # stamps of files found current by content, for next time
+                manifest.save(index_dir)
         report.points_total = store.count()
         _optimize(store, settings, report, progress)
         with report.timed("check"):
@@ -364,7 +367,19 @@ def changed_documents(
     report: IndexReport,
     progress: Progress,
 ) -> Iterator[Document]:
-    """The documents under `paths` that are new or changed since the manifest, read lazily."""
+    """The documents under `paths` that are new or changed since the manifest, read lazily.
+
+    A file whose stamp (size, times, inode) is the one the manifest recorded is passed over
+    unread, unless ``CTXR_TRUST_FILE_STAMPS`` is off; one read and found current by its content
+    has its stamp recorded, for the next run (`ctxr.enrich.load.stamp`)."""
+
+    def unchanged(doc_id: str, stamp: Stamp) -> bool:
+        if manifest.is_stamped(doc_id, stamp, recipe):
+            report.documents_unchanged += 1
+            report.documents_unread += 1
+            return True
+        return False
+
     for document in load_paths(
         paths,
         settings.corpus.max_file_bytes,
@@ -372,9 +387,11 @@ def changed_documents(
         progress,
         include=settings.corpus.include,
         follow_links=settings.corpus.follow_links,
+        unchanged=unchanged if settings.corpus.trust_file_stamps else None,
     ):
         if manifest.is_current(document.doc_id, document.sha256, recipe):
             report.documents_unchanged += 1
+            manifest.restamp(document.doc_id, document.file_stamp)
         else:
             yield document
 

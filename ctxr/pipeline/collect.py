@@ -7,13 +7,17 @@ both `Tally`s); one bad file is recorded and the walk goes on.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator, Sequence
+import dataclasses
+import os
+import time
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
 from ctxr.enrich.load.documents import load_document
 from ctxr.enrich.load.kinds import non_document, skip_reason
+from ctxr.enrich.load.stamp import Stamp, stamp_of
 from ctxr.enrich.load.walk import Skipped, display_path, walk
 from ctxr.errors import LoadError, SkipFileError
 from ctxr.progress import NullProgress, Progress
@@ -42,11 +46,14 @@ def load_paths(
     progress: Progress | None = None,
     include: Collection[str] = (),
     follow_links: bool = False,
+    unchanged: Callable[[str, Stamp], bool] | None = None,
 ) -> Iterator[Document]:
     """Every loadable document under `paths`, in walk order; skips and failures go to `tally`.
 
     Binaries and text that is not a document (`ctxr.enrich.load.kinds`) are skips, not
-    failures; `include` names the non-documents to load anyway (``CTXR_INCLUDE``).
+    failures; `include` names the non-documents to load anyway (``CTXR_INCLUDE``). A file
+    for which `unchanged(doc_id, stamp)` says so is passed over unread (`ctxr.enrich.load.stamp`);
+    each document carries the stamp its file had before it was read.
     """
     progress = progress or NullProgress()
     progress.start("files", None)
@@ -60,13 +67,26 @@ def load_paths(
         if kind is not None:
             tally.skipped.append(Skipped(display_path(item), skip_reason(kind)))
             continue
+        stamp = _stamp(item)  # before the read: a change during it leaves newer times
+        if stamp is not None and unchanged is not None and unchanged(display_path(item), stamp):
+            continue
         try:
-            yield load_document(item, max_file_bytes=max_file_bytes)
+            document = load_document(item, max_file_bytes=max_file_bytes)
         except SkipFileError as exc:  # a binary (NUL bytes), a FIFO, a zip bomb: not a fault
             tally.skipped.append(Skipped(exc.path, exc.reason))
+            continue
         except LoadError as exc:
             tally.failed.append((exc.path, exc.reason))
             progress.note(f"skipped {exc}")
+            continue
+        yield document if stamp is None else dataclasses.replace(document, file_stamp=stamp)
     # The walk's total is known only now: giving it ends the bar (its clock stops) instead of
     # leaving `files 90/?` running through the rest of the run.
     progress.start("files", tally.files_seen)
+
+
+def _stamp(path: Path) -> Stamp | None:
+    try:
+        return stamp_of(os.stat(path), time.time_ns())
+    except OSError:
+        return None  # the read that follows names what is wrong

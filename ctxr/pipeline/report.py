@@ -28,6 +28,8 @@ class IndexReport:
     files_seen: int = 0
     documents_indexed: int = 0
     documents_unchanged: int = 0
+    # Of the unchanged: passed over unread, their files' stamps as indexed (`load.stamp`).
+    documents_unread: int = 0
     documents_removed: int = 0
     chunks_written: int = 0
     chunks_removed: int = 0  # old points deleted: of removed documents and of replaced ones

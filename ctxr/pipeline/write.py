@@ -486,6 +486,7 @@ def _record(
             split_identifiers=splits(item.document.kind, ctx.split_identifiers),
             indexed_at=now,
             document_terms=item.document_terms,
+            stamp=item.document.file_stamp,
         )
     ctx.saves.recorded()  # flushes first when it saves: the manifest never runs ahead
     report.documents_indexed += len(finished)

@@ -95,3 +95,22 @@ def test_check_compatible_names_every_difference(tmp_path: Path) -> None:
     assert "dim: index has 384, asked for 64" in message
     assert "analyzer" not in message
     assert "--rebuild" in message and str(tmp_path) in message
+
+
+def test_a_stamp_round_trips_and_a_damaged_one_is_no_stamp(tmp_path: Path) -> None:
+    manifest = Manifest(settings=SETTINGS)
+    manifest.documents["docs/a.md"] = _entry("docs/a.md", 1, 10)
+    manifest.documents["docs/b.md"] = _entry("docs/b.md", 1, 10)
+    manifest.restamp("docs/a.md", (12, 1_700_000_000_000_000_000, 1_700_000_000_000_000_001, 99))
+    assert manifest.restamped
+    manifest.save(tmp_path)
+    assert not manifest.restamped
+    loaded = Manifest.load(tmp_path)
+    assert loaded.is_stamped("docs/a.md", manifest.documents["docs/a.md"].stamp or (), "recipe0001")
+    assert not loaded.is_stamped("docs/a.md", (13, 0, 0, 99), "recipe0001")  # another size
+    assert not loaded.is_stamped("docs/b.md", (12, 0, 0, 99), "recipe0001")  # never stamped
+    # A stamp that is not four integers (edited by hand, damaged) means "read the file".
+    body = json.loads((tmp_path / MANIFEST_NAME).read_text())
+    body["documents"]["docs/a.md"]["stamp"] = [12, "x", None]
+    (tmp_path / MANIFEST_NAME).write_text(json.dumps(body))
+    assert Manifest.load(tmp_path).documents["docs/a.md"].stamp is None
