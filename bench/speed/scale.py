@@ -39,8 +39,11 @@ One run measures, over one corpus of `--chunks` chunks (default 1,000,000):
    ``/proc/PID/status`` before it is stopped).
 5. An update: one section of 1% of the files (``--update-share``) is rewritten, and the same
    ``build_index`` runs again over the same path in a new child, as a user's ``ctxr index``
-   rerun does (walk, hash every file, redo the changed documents, embedding cache for the
-   unchanged chunks); its seconds, also as a share of the full build's (the goal: 2% or less).
+   rerun does (walk, pass over the files whose stamps are as indexed, redo the changed
+   documents, embedding cache for the unchanged chunks); its seconds, also as a share of the
+   full build's (the goal: 2% or less). With ``--update-hashing``, then a second update of 1%
+   of other files that reads and hashes every file (``CTXR_TRUST_FILE_STAMPS=false``, as runs
+   did before stamps), to set the two side by side.
 6. The load average at start and end.
 
 The environment's ``CTXR_*``, ``ANTHROPIC_*`` and ``OPENAI_*`` variables are dropped, for this
@@ -53,7 +56,7 @@ Usage::
 
     python -m bench.speed.scale [--chunks 1000000] [--queries 200] [--requests 400]
         [--clients 1,8] [--pool 256] [--update-share 0.01] [--seed 7] [--keep DIR]
-        [--quantization int8|none] [--no-update]
+        [--quantization int8|none] [--no-update] [--update-hashing]
 """
 
 from __future__ import annotations
@@ -120,12 +123,15 @@ class Row:
     seconds: float = 0.0
 
 
-def build_child(work: str, pool: str, seed: str, quantization: str) -> None:
+def build_child(work: str, pool: str, seed: str, quantization: str, stamps: str = "1") -> None:
     """In a child process: ``build_index(["corpus"], ...)`` from `work`, as ``ctxr index
     corpus --index index`` would run there, with the pool embedder behind the embedding
-    cache and the dense vectors held as `quantization` says; prints the run's report as JSON."""
+    cache and the dense vectors held as `quantization` says (`stamps` "0": every file read and
+    hashed, ``CTXR_TRUST_FILE_STAMPS=false``); prints the run's report as JSON."""
     os.chdir(work)
-    settings = load_settings(index_dir=Path(INDEX), quantization=quantization)
+    settings = load_settings(
+        index_dir=Path(INDEX), quantization=quantization, trust_file_stamps=stamps == "1"
+    )
     model = components.make_embedder(settings)  # the default: its tokenizer sizes chunks
     embedder = components.with_cache(PoolEmbedder(np.load(pool), model, int(seed)), settings)
     try:
@@ -137,8 +143,9 @@ def build_child(work: str, pool: str, seed: str, quantization: str) -> None:
     print(json.dumps(report.to_json()))
 
 
-def _build(work: Path, seed: int, quantization: str) -> dict[str, Any]:
-    run = run_child(_BUILD, str(work), str(work / POOL), str(seed), quantization)
+def _build(work: Path, seed: int, quantization: str, stamps: bool = True) -> dict[str, Any]:
+    run = run_child(_BUILD, str(work), str(work / POOL), str(seed), quantization,
+                    "1" if stamps else "0")  # fmt: skip
     report: dict[str, Any] = json.loads(run.stdout.strip().splitlines()[-1])
     report["peak_mib"] = run.peak_mib
     report["wall_seconds"] = run.seconds
@@ -263,6 +270,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--no-update", action="store_true", help="search a kept index only: edit no file"
     )
+    parser.add_argument(
+        "--update-hashing",
+        action="store_true",
+        help="then a second update that reads and hashes every file (no stamps), to compare",
+    )
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--keep", type=Path, help="keep corpus and index here (reused if there)")
     parser.add_argument(
@@ -351,6 +363,13 @@ def run(args: argparse.Namespace, work: Path, clients: list[int]) -> int:
         update = _build(work, args.seed, args.quantization)  # taken only at creation
         seconds = update["seconds"]
         say(f"update of {len(edited):,} edited files: {seconds:.1f} s ({_stages(update)})")
+    hashed: dict[str, Any] | None = None
+    if not args.no_update and args.update_hashing:
+        state["rounds"] += 1  # other files, edited the same way
+        markdown_corpus.edit(corpus, args.update_share, state["rounds"])
+        (work / STATE).write_text(json.dumps(state))
+        hashed = _build(work, args.seed, args.quantization, stamps=False)
+        say(f"update reading every file: {hashed['seconds']:.1f} s ({_stages(hashed)})")
 
     say()
     say(
@@ -374,6 +393,11 @@ def run(args: argparse.Namespace, work: Path, clients: list[int]) -> int:
             f"| update: {len(edited):,} files ({args.update_share:.0%}) edited | "
             f"{update['seconds']:.1f} s = {update['seconds'] / build['seconds']:.2%} of the build |"
         )
+    if hashed is not None:
+        say(
+            f"| the same, every file read and hashed (no stamps) | {hashed['seconds']:.1f} s = "
+            f"{hashed['seconds'] / build['seconds']:.2%} of the build |"
+        )
     say()
     say(f"build stages (s): {_stages(build)}; context {build['context_kind']}")
     if update is not None:
@@ -382,6 +406,12 @@ def run(args: argparse.Namespace, work: Path, clients: list[int]) -> int:
             f"redone, {update['documents_unchanged']:,} unchanged, {update['chunks_written']:,} "
             f"chunks written; peak RSS {update['peak_mib']:,.0f} MiB"
         )
+        say(
+            f"of the unchanged, {update.get('documents_unread', 0):,} passed over unread by "
+            "their stamps"
+        )
+    if hashed is not None:
+        say(f"update stages, every file read (s): {_stages(hashed)}")
     say()
     say(
         f"hybrid search through `ctxr serve`, k = {K}, {args.queries} queries warmed (their "
