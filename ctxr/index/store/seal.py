@@ -115,11 +115,22 @@ def file_sum(path: Path) -> FileSum:
             if read == 0:
                 break
             block = view[:read]
-            if block != _ZERO[:read]:
+            if not _is_zero(buffer, read):
                 crc = zlib.crc32(offset.to_bytes(8, "little"), crc)
                 crc = zlib.crc32(block, crc)
             offset += read
     return size, crc
+
+
+def _is_zero(buffer: bytearray, length: int) -> bool:
+    """Whether the first `length` bytes of `buffer` are all zero.
+
+    A bytearray compared with bytes is one `memcmp`; a memoryview compared with bytes goes
+    byte by byte (0.57 GB/s against 52 GB/s on an all-zero block), which made the seal's pass
+    over a shard's preallocated zeros slower than its checksum."""
+    if length == BLOCK:
+        return buffer == _ZERO
+    return buffer[:length] == _ZERO[:length]  # a file's last block: a copy, once a file
 
 
 def _next_data(fd: int, offset: int, size: int) -> int:
