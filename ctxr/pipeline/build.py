@@ -130,7 +130,8 @@ def build_index(
         # A generator: the walk is read a window at a time, and what is gone is pruned at its
         # end, before the last window is written (`ctxr.pipeline.windows`).
         record_roots(Path(settings.index_dir), paths, fresh=rebuild)  # what updates may read
-        yield from changed_documents(paths, settings, manifest, recipe, report, bar)
+        found: set[str] = set()
+        yield from changed_documents(paths, settings, manifest, recipe, report, bar, found)
         if prune:
             # Gone from a given path, or passed over by this walk for any reason (emptied,
             # newly ignored, hidden, too large, a link not followed, a binary or non-document),
@@ -138,7 +139,7 @@ def build_index(
             # says. A file that failed to load keeps its last good version.
             targets = [display_path(p).rstrip("/") or "/" for p in paths]
             skipped = {s.path for s in report.skipped}
-            gone = gone_documents(manifest, targets, skipped)
+            gone = gone_documents(manifest, targets, skipped, found)
             remove_documents(gone, manifest, store, report)
 
     executor = make_executor(settings.run)
@@ -366,15 +367,19 @@ def changed_documents(
     recipe: str,
     report: IndexReport,
     progress: Progress,
+    found: set[str] | None = None,
 ) -> Iterator[Document]:
-    """The documents under `paths` that are new or changed since the manifest, read lazily.
+    """The documents under `paths` that are new or changed since the manifest, read lazily;
+    `found`, when given, gets the id of every document found on disk, read or not.
 
     A file whose stamp (size, times, inode) is the one the manifest recorded is passed over
     unread, unless ``CTXR_TRUST_FILE_STAMPS`` is off; one read and found current by its content
     has its stamp recorded, for the next run (`ctxr.enrich.load.stamp`)."""
+    seen = found if found is not None else set()
 
     def unchanged(doc_id: str, stamp: Stamp) -> bool:
         if manifest.is_stamped(doc_id, stamp, recipe):
+            seen.add(doc_id)
             report.documents_unchanged += 1
             report.documents_unread += 1
             return True
@@ -389,6 +394,7 @@ def changed_documents(
         follow_links=settings.corpus.follow_links,
         unchanged=unchanged if settings.corpus.trust_file_stamps else None,
     ):
+        seen.add(document.doc_id)
         if manifest.is_current(document.doc_id, document.sha256, recipe):
             report.documents_unchanged += 1
             manifest.restamp(document.doc_id, document.file_stamp)

