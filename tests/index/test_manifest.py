@@ -114,3 +114,15 @@ def test_a_stamp_round_trips_and_a_damaged_one_is_no_stamp(tmp_path: Path) -> No
     body["documents"]["docs/a.md"]["stamp"] = [12, "x", None]
     (tmp_path / MANIFEST_NAME).write_text(json.dumps(body))
     assert Manifest.load(tmp_path).documents["docs/a.md"].stamp is None
+
+
+def test_the_manifest_holds_one_document_a_line(tmp_path: Path) -> None:
+    manifest = Manifest(settings=SETTINGS)
+    for name in ("docs/a.md", "docs/new\nline.md", 'docs/"quoted".md', "docs/ü.md"):
+        manifest.documents[name] = _entry(name, 1, 10)
+    manifest.save(tmp_path)
+    text = (tmp_path / MANIFEST_NAME).read_text(encoding="utf-8")
+    lines = text.splitlines()
+    assert len(lines) == 2 + len(manifest.documents)  # the head, a line each, the close
+    assert any(line.startswith('"docs/ü.md": {') for line in lines)  # grep finds an entry
+    assert Manifest.load(tmp_path).documents == manifest.documents
