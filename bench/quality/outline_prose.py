@@ -8,7 +8,10 @@ does), and each variant below puts another context before every chunk:
 - ``full``: ctxr's outline (``outline/2``): ``From <title> (<source>).``;
 - ``title``: ``From <title>.``, the source left out;
 - ``title-unless-first``: as ``title``, but nothing before a chunk that already begins with
-  the title (a document's first chunk), so the title is not said twice.
+  the title (a document's first chunk), so the title is not said twice;
+- ``full-unless-first``: as ``full``, but only the path (``From <source>.``) before a chunk
+  that already begins with the title, with or without a Markdown ``#``: the form ctxr would
+  ship, which keeps the path.
 
 A BEIR source is a name the harness makes (``scifact/<doc id>``), not a path a person chose,
 so ``full`` against ``title`` says what a meaningless path costs, not what a real one is
@@ -41,7 +44,7 @@ from ctxr.eval.rows import parse_rows
 from ctxr.eval.runner import EvalResult, run_eval
 from ctxr.types import Chunk, Document
 
-VARIANTS = ("none", "full", "title", "title-unless-first")
+VARIANTS = ("none", "full", "title", "title-unless-first", "full-unless-first")
 MODES = ("hybrid", "dense", "bm25")
 ContextFn = Callable[[Document, Chunk], str]
 
@@ -50,6 +53,8 @@ def variant_context(variant: str) -> ContextFn:
     """The outline function a variant indexes with (``none`` is ctxr's own "none" context)."""
     if variant == "full":
         return outline.outline_context
+    if variant == "full-unless-first":
+        return _path_unless_titled
 
     def context(document: Document, chunk: Chunk) -> str:
         if variant == "title-unless-first" and chunk.text.lstrip().startswith(document.title):
@@ -57,6 +62,13 @@ def variant_context(variant: str) -> ContextFn:
         return f"From {document.title}."
 
     return context
+
+
+def _path_unless_titled(document: Document, chunk: Chunk) -> str:
+    full = outline.outline_context(document, chunk)
+    if not chunk.text.lstrip().lstrip("#").lstrip().startswith(document.title):
+        return full
+    return full.replace(f"From {document.title} ({document.source})", f"From {document.source}")
 
 
 def run_variant(
