@@ -75,7 +75,7 @@ class CorpusSettings(_Group):
         False, description="follow links that lead outside the indexed folders"
     )
     # A file whose size, times and inode match the manifest's record is not read again
-    # (ctxr.enrich.load.stamp); off, every file is read and hashed to find what changed.
+    # (ctxr.file_stamp); off, every file is read and hashed to find what changed.
     trust_file_stamps: bool = Field(
         True, description="pass over files whose size, times and inode are as indexed"
     )

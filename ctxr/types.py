@@ -74,7 +74,7 @@ class Document:
     # labels), detected when it is split (`ctxr.enrich.language`); None for code or when unsure.
     # Written to each chunk's payload as `natural_language`, filterable.
     natural_language: str | None = None
-    # The file's size, times and inode when its text was read (`ctxr.enrich.load.stamp`),
+    # The file's size, times and inode when its text was read (`ctxr.file_stamp`),
     # recorded in the manifest so that a later run passes over it unread while they hold;
     # None for documents not read from a file, or read within a moment of a change.
     file_stamp: tuple[int, int, int, int] | None = None

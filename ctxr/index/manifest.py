@@ -59,7 +59,7 @@ class DocumentEntry:
     # BM25 terms of the whole document when its first chunk carries a document vector
     # (`ctxr.index.bm25.documents`); 0 when it carries none, and in older manifests.
     document_terms: int = 0
-    # The file's size, times and inode when its text was read (`ctxr.enrich.load.stamp`): a
+    # The file's size, times and inode when its text was read (`ctxr.file_stamp`): a
     # run passes over the file unread while they hold. None when not trusted (read within a
     # moment of a change, or not from a file), and in older manifests: such a file is read.
     stamp: tuple[int, int, int, int] | None = None

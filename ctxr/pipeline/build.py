@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ctxr.config import Settings
-from ctxr.enrich.load.stamp import Stamp
 from ctxr.enrich.load.walk import display_path
 from ctxr.enrich.situate.contexts import ContextPlan, Situator, resolve_context
 from ctxr.errors import IndexNotFoundError
+from ctxr.file_stamp import Stamp
 from ctxr.index import components, integrity
 from ctxr.index.bm25.analyzer import Bm25Analyzer
 from ctxr.index.embed.base import Embedder
@@ -374,7 +374,7 @@ def changed_documents(
 
     A file whose stamp (size, times, inode) is the one the manifest recorded is passed over
     unread, unless ``CTXR_TRUST_FILE_STAMPS`` is off; one read and found current by its content
-    has its stamp recorded, for the next run (`ctxr.enrich.load.stamp`)."""
+    has its stamp recorded, for the next run (`ctxr.file_stamp`)."""
     seen = found if found is not None else set()
 
     def unchanged(doc_id: str, stamp: Stamp) -> bool:

@@ -17,9 +17,9 @@ from typing import Protocol
 
 from ctxr.enrich.load.documents import load_document
 from ctxr.enrich.load.kinds import non_document, skip_reason
-from ctxr.enrich.load.stamp import Stamp, stamp_of
 from ctxr.enrich.load.walk import Skipped, display_path, walk
 from ctxr.errors import LoadError, SkipFileError
+from ctxr.file_stamp import Stamp, stamp_of
 from ctxr.progress import NullProgress, Progress
 from ctxr.types import Document
 
@@ -52,7 +52,7 @@ def load_paths(
 
     Binaries and text that is not a document (`ctxr.enrich.load.kinds`) are skips, not
     failures; `include` names the non-documents to load anyway (``CTXR_INCLUDE``). A file
-    for which `unchanged(doc_id, stamp)` says so is passed over unread (`ctxr.enrich.load.stamp`);
+    for which `unchanged(doc_id, stamp)` says so is passed over unread (`ctxr.file_stamp`);
     each document carries the stamp its file had before it was read.
     """
     progress = progress or NullProgress()

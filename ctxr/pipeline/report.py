@@ -28,7 +28,7 @@ class IndexReport:
     files_seen: int = 0
     documents_indexed: int = 0
     documents_unchanged: int = 0
-    # Of the unchanged: passed over unread, their files' stamps as indexed (`load.stamp`).
+    # Of the unchanged: passed over unread, their files' stamps as indexed (`ctxr.file_stamp`).
     documents_unread: int = 0
     documents_removed: int = 0
     chunks_written: int = 0

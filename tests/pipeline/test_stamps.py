@@ -1,5 +1,5 @@
 """Files whose stamp (size, times, inode) is as indexed are passed over unread; any change to
-the file, a restored modification time included, has it read again (`ctxr.enrich.load.stamp`)."""
+the file, a restored modification time included, has it read again (`ctxr.file_stamp`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from ctxr.config import Settings, load_settings
-from ctxr.enrich.load.stamp import RACY_NS
+from ctxr.file_stamp import RACY_NS
 from ctxr.index.manifest import Manifest
 from ctxr.pipeline.build import build_index
 from ctxr.pipeline.report import IndexReport

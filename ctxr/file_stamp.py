@@ -1,18 +1,20 @@
 """A file's stamp: its size, change times and inode, which say whether it changed since it was read.
 
-An update over an indexed folder used to read and hash every file to find the few that changed
-(9 s of a 33 s one-percent update at a million chunks). The manifest now records each
-document's stamp as it was when its text was read, and a later run passes over a file whose
-stamp is the same, unread: git's rule for its index (`git status` trusts size, times and inode
-the same way), and rsync's quick check.
+Two things read every file of something large only to find the few that changed: an update
+over an indexed folder (it read and hashed every file: 9 s of a 33 s one-percent update at a
+million chunks), and the shard's seal (`ctxr.index.store.seal`: a checksum of every segment file
+at each open and close). Both now record each file's stamp beside what they learned from its
+content, and pass over a file whose stamp is the same: git's rule for its index (`git status`
+trusts size, times and inode the same way), and rsync's quick check.
 
 The stamp is taken before the file is read, so a change during or after the read leaves newer
 times than the stamp. A stamp taken within `RACY_NS` of the file's last change is not trusted
 (`None`): a second change in the same tick of the filesystem's clock would leave the times as
 they were, the case git calls racily clean. Two seconds covers the coarsest common clock (FAT's);
-such a file is read again by the next run, which then stamps it. The change time (`st_ctime`)
-moves on every write, rename or `touch`, and no program can set it back, so a file restored with
-its old modification time (`cp -p`, `rsync -t`, `touch -d`) is still read again.
+such a file is read again next time, and stamped then. The change time (`st_ctime`) moves on
+every write, rename or `touch`, and no program can set it back, so a file restored with its old
+modification time (`cp -p`, `rsync -t`, `touch -d`) is still read again. Writes through a
+memory mapping move both times too (checked on ext4 and tmpfs).
 """
 
 from __future__ import annotations
