@@ -61,7 +61,9 @@ def run_doctor(settings: Settings, repair: bool = False) -> DoctorReport:
         report = DoctorReport(str(index_dir), len(manifest.documents), manifest.chunk_count)
         store: Store | None = None
         try:
-            store = store_factory.open_store(settings.store, index_dir, manifest.settings.dim)
+            store = store_factory.open_store(
+                settings.store, index_dir, manifest.settings.dim, every_byte=True
+            )
             found = integrity.verify(store, manifest)
         except IndexCorruptError as exc:
             found = integrity.Findings(unreadable=exc.what or str(exc))

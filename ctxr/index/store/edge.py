@@ -46,7 +46,7 @@ from ctxr.index.store.base import (
 )
 from ctxr.index.store.probe import disk_low, probe_load
 from ctxr.index.store.quantization import OVERSAMPLING, QUANTILE
-from ctxr.index.store.seal import compare, read_seal, remove_seal, write_seal
+from ctxr.index.store.seal import Summed, difference, read_seal, remove_seal, survey, write_seal
 
 try:
     import fcntl
@@ -74,6 +74,9 @@ class EdgeStore:
         # loaded, and the point checks are told, until a write makes this session's state
         # the one to seal.
         self.seal_problem: str | None = None
+        # The shard's files as the open found them (`seal.survey`): at close, a file whose
+        # stamp is unchanged keeps its checksum, unread.
+        self._opened: dict[str, Summed] | None = None
 
     @contextmanager
     def _guarded(self, action: str) -> Iterator[None]:
@@ -136,9 +139,12 @@ class EdgeStore:
         return store
 
     @classmethod
-    def open(cls, path: Path, hnsw_ef: int = 256) -> EdgeStore:
-        """Load the shard at `path` once its files are known to be safe to load (module doc)."""
-        problem = _check_before_load(path)
+    def open(cls, path: Path, hnsw_ef: int = 256, every_byte: bool = False) -> EdgeStore:
+        """Load the shard at `path` once its files are known to be safe to load (module doc).
+
+        `every_byte` compares every file with the seal, stamps or not (`ctxr doctor`: the one
+        check that sees a disk change bytes by itself)."""
+        problem, opened = _check_before_load(path, every_byte)
         try:
             shard = qe.EdgeShard.load(str(path))
         except BaseException as exc:
@@ -153,6 +159,7 @@ class EdgeStore:
             what = f"its Qdrant shard cannot be opened: {panicked}{_first_line(exc)}"
             raise corrupt(path.parent, what) from exc
         store = cls(shard, hnsw_ef, path)
+        store._opened = opened
         if problem is not None:  # loaded to be read, never sealed as it is
             store.seal_problem = problem
             store._reseal = False
@@ -339,39 +346,43 @@ class EdgeStore:
         try:
             with self._guarded("flushing"):
                 self._shard.flush()
-            write_seal(path)
+            write_seal(path, self._opened)
         except (CtxrError, OSError):
             # A full disk, or a flush that failed: no seal (the next open probes the shard in
             # a child process), never a stale one. What went wrong was said where it happened.
             remove_seal(path)
 
 
-def _check_before_load(path: Path) -> str | None:
+def _check_before_load(path: Path, every_byte: bool) -> tuple[str | None, dict[str, Summed] | None]:
     """Compare the shard with its seal (under its lock), or probe an unsealed one in a child.
 
     Raises `IndexCorruptError` for damage the engine must not load; returns the description of
-    changed bulk data it may load (the point checks then find what it did), else None. On a
-    nearly full disk a sealed shard is probed too: the load writes (it folds each journal into
-    its tracker through a mapped page), and a write the disk cannot back is a SIGBUS, which
-    the child takes instead of this process (`StorageError`: the disk is full)."""
+    changed bulk data it may load (the point checks then find what it did), else None, and the
+    files as found (`seal.survey`) when a seal was compared. Files whose stamps match the
+    seal's are not read unless `every_byte`. On a nearly full disk a sealed shard is probed
+    too: the load writes (it folds each journal into its tracker through a mapped page), and a
+    write the disk cannot back is a SIGBUS, which the child takes instead of this process
+    (`StorageError`: the disk is full)."""
     problem: str | None = None
+    found: dict[str, Summed] | None = None
     with _shard_lock(path) as locked:
         if not locked:
             raise in_use(path)
         recorded = read_seal(path)
         if recorded is not None:
-            difference = compare(recorded, path)
-            if difference is None:
+            found = survey(path, None if every_byte else recorded)
+            changed = difference(recorded, found)
+            if changed is None:
                 remove_seal(path)  # the load changes files; the next clean close seals again
-            elif difference.fragile:
-                raise corrupt(path.parent, difference.describe())
+            elif changed.fragile:
+                raise corrupt(path.parent, changed.describe())
             else:
-                problem = difference.describe()  # the seal stays: a crash now leaves it telling
+                problem = changed.describe()  # the seal stays: a crash now leaves it telling
     if (recorded is None or disk_low(path)) and path.is_dir() and (path / WAL_DIR).is_dir():
         died = probe_load(path)
         if died is not None:
             raise corrupt(path.parent, died)
-    return problem
+    return problem, found
 
 
 @contextmanager

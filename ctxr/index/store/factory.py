@@ -23,12 +23,15 @@ def shard_path(index_dir: Path) -> Path:
     return index_dir / SHARD_DIR
 
 
-def open_store(store: StoreSettings, index_dir: Path, dim: int | None = None) -> Store:
-    """The index's existing store; `dim` (the manifest's) is checked where the backend can."""
+def open_store(
+    store: StoreSettings, index_dir: Path, dim: int | None = None, every_byte: bool = False
+) -> Store:
+    """The index's existing store; `dim` (the manifest's) is checked where the backend can.
+    `every_byte`: the embedded shard's files are all read and compared with its seal."""
     if store.qdrant_url:
         return _server(store, "open", dim)
     try:
-        return EdgeStore.open(shard_path(index_dir), store.hnsw_ef)
+        return EdgeStore.open(shard_path(index_dir), store.hnsw_ef, every_byte)
     except IndexInUseError as exc:
         served = owner.live_owner(index_dir)
         if served is None:
