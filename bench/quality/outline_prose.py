@@ -47,12 +47,14 @@ from ctxr.types import Chunk, Document
 VARIANTS = ("none", "full", "title", "title-unless-first", "full-unless-first")
 MODES = ("hybrid", "dense", "bm25")
 ContextFn = Callable[[Document, Chunk], str]
+# ctxr's own outline, kept before a run swaps the module's function for a variant's.
+OUTLINE = outline.outline_context
 
 
 def variant_context(variant: str) -> ContextFn:
     """The outline function a variant indexes with (``none`` is ctxr's own "none" context)."""
     if variant == "full":
-        return outline.outline_context
+        return OUTLINE
     if variant == "full-unless-first":
         return _path_unless_titled
 
@@ -65,7 +67,7 @@ def variant_context(variant: str) -> ContextFn:
 
 
 def _path_unless_titled(document: Document, chunk: Chunk) -> str:
-    full = outline.outline_context(document, chunk)
+    full = OUTLINE(document, chunk)
     if not chunk.text.lstrip().lstrip("#").lstrip().startswith(document.title):
         return full
     return full.replace(f"From {document.title} ({document.source})", f"From {document.source}")
