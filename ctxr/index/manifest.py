@@ -7,11 +7,13 @@ already written: the next run skips those documents and completes the rest.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from dataclasses import asdict, dataclass, field
 from dataclasses import fields as dataclass_fields
 from datetime import UTC, datetime
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +22,16 @@ from ctxr.errors import IndexError_, IndexMismatchError, IndexNotFoundError
 
 FORMAT_VERSION = 1
 MANIFEST_NAME = "manifest.json"
+
+
+@functools.cache
+def _ctxr_version() -> str:
+    """The installed ctxr's version (`ctxr.__version__`, read from the package's metadata:
+    this layer may not import the package's root, which imports the pipeline)."""
+    try:
+        return metadata.version("ctxr")
+    except metadata.PackageNotFoundError:  # run from a source tree, not installed
+        return "unknown"
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +86,9 @@ class Manifest:
     # The store was made with the whole-document BM25 vector. Indexes made before it lack
     # it: they are read as before (two rankings), and `--rebuild` gives them the third.
     document_vectors: bool = False
+    # The ctxr that recorded the documents' stamps: another (an upgrade, whose loaders may
+    # read a file differently) trusts none of them, so every file is read once, and stamped.
+    stamps_by: str = field(default_factory=_ctxr_version)
     # Stamps refreshed since the last save (`restamp`); never written.
     restamped: bool = field(default=False, compare=False, repr=False)
 
@@ -124,7 +139,9 @@ class Manifest:
             "created_at": self.created_at,
             "updated_at": self.updated_at,
             "document_vectors": self.document_vectors,
+            "stamps_by": _ctxr_version(),
         }
+        self.stamps_by = _ctxr_version()
         path = index_dir / MANIFEST_NAME
         tmp = path.with_suffix(".tmp")
         try:
@@ -156,12 +173,14 @@ class Manifest:
                     f"{path} has format {body.get('format')!r}, this ctxr reads "
                     f"{FORMAT_VERSION}; re-index with --rebuild"
                 )
+            stamps_by = str(body.get("stamps_by", ""))
             return cls(
                 settings=IndexSettings(**_object(body.get("settings"), "settings")),
                 documents={
-                    k: _entry(_object(v, f"documents[{k!r}]"))
+                    k: _entry(_object(v, f"documents[{k!r}]"), trusted=stamps_by == _ctxr_version())
                     for k, v in _object(body.get("documents"), "documents").items()
                 },
+                stamps_by=stamps_by,
                 created_at=str(body["created_at"]),
                 updated_at=str(body["updated_at"]),
                 document_vectors=bool(body.get("document_vectors", False)),
@@ -198,8 +217,11 @@ def _manifest_json(head: dict[str, Any], documents: dict[str, DocumentEntry]) ->
     return "\n".join(lines)
 
 
-def _entry(fields: dict[str, Any]) -> DocumentEntry:
+def _entry(fields: dict[str, Any], trusted: bool) -> DocumentEntry:
+    """A manifest's document; its stamp kept only when `trusted` (recorded by this ctxr)."""
     entry = DocumentEntry(**fields)
+    if entry.stamp is not None and not trusted:
+        entry.stamp = None
     if entry.stamp is not None:  # JSON gives a list; anything but four integers is no stamp
         stamp: Any = entry.stamp
         valid = isinstance(stamp, list) and len(stamp) == 4 and all(type(n) is int for n in stamp)

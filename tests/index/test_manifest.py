@@ -126,3 +126,18 @@ def test_the_manifest_holds_one_document_a_line(tmp_path: Path) -> None:
     assert len(lines) == 2 + len(manifest.documents)  # the head, a line each, the close
     assert any(line.startswith('"docs/ü.md": {') for line in lines)  # grep finds an entry
     assert Manifest.load(tmp_path).documents == manifest.documents
+
+
+def test_stamps_another_ctxr_recorded_are_not_trusted(tmp_path: Path) -> None:
+    # An upgrade may load a file differently (a better extractor): every file is read once.
+    manifest = Manifest(settings=SETTINGS)
+    manifest.documents["docs/a.md"] = _entry("docs/a.md", 1, 10)
+    manifest.restamp("docs/a.md", (12, 1, 2, 3))
+    manifest.save(tmp_path)
+    assert Manifest.load(tmp_path).documents["docs/a.md"].stamp == (12, 1, 2, 3)
+    body = json.loads((tmp_path / MANIFEST_NAME).read_text(encoding="utf-8"))
+    body["stamps_by"] = "0.0.1"
+    (tmp_path / MANIFEST_NAME).write_text(json.dumps(body), encoding="utf-8")
+    older = Manifest.load(tmp_path)
+    assert older.documents["docs/a.md"].stamp is None
+    assert not older.is_stamped("docs/a.md", (12, 1, 2, 3), "recipe0001")
