@@ -20,6 +20,8 @@ memory mapping move both times too (checked on ext4 and tmpfs).
 from __future__ import annotations
 
 import os
+import time
+from pathlib import Path
 
 # A stamp this close to the file's last change is not trusted (module doc).
 RACY_NS = 2_000_000_000
@@ -32,3 +34,12 @@ def stamp_of(info: os.stat_result, now_ns: int) -> Stamp | None:
     if now_ns - max(info.st_mtime_ns, info.st_ctime_ns) < RACY_NS:
         return None
     return (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
+
+
+def stamp_file(path: Path) -> Stamp | None:
+    """The stamp of the file at `path` now; None while it is racy, or when it cannot be stat'ed
+    (the read that follows says what is wrong)."""
+    try:
+        return stamp_of(os.stat(path), time.time_ns())
+    except OSError:
+        return None

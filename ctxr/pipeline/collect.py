@@ -8,8 +8,6 @@ both `Tally`s); one bad file is recorded and the walk goes on.
 from __future__ import annotations
 
 import dataclasses
-import os
-import time
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +17,7 @@ from ctxr.enrich.load.documents import load_document
 from ctxr.enrich.load.kinds import non_document, skip_reason
 from ctxr.enrich.load.walk import Skipped, display_path, walk
 from ctxr.errors import LoadError, SkipFileError
-from ctxr.file_stamp import Stamp, stamp_of
+from ctxr.file_stamp import Stamp, stamp_file
 from ctxr.progress import NullProgress, Progress
 from ctxr.types import Document
 
@@ -67,7 +65,7 @@ def load_paths(
         if kind is not None:
             tally.skipped.append(Skipped(display_path(item), skip_reason(kind)))
             continue
-        stamp = _stamp(item)  # before the read: a change during it leaves newer times
+        stamp = stamp_file(item)  # before the read: a change during it leaves newer times
         if stamp is not None and unchanged is not None and unchanged(display_path(item), stamp):
             continue
         try:
@@ -83,10 +81,3 @@ def load_paths(
     # The walk's total is known only now: giving it ends the bar (its clock stops) instead of
     # leaving `files 90/?` running through the rest of the run.
     progress.start("files", tally.files_seen)
-
-
-def _stamp(path: Path) -> Stamp | None:
-    try:
-        return stamp_of(os.stat(path), time.time_ns())
-    except OSError:
-        return None  # the read that follows names what is wrong

@@ -48,7 +48,6 @@ import errno
 import json
 import os
 import re
-import time
 import zlib
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -56,7 +55,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ctxr.file_stamp import Stamp, stamp_of
+from ctxr.file_stamp import Stamp, stamp_file
 
 SEAL_NAME = "ctxr-seal.json"
 SEAL_FORMAT = 2  # 2: each file's stamp beside its checksum; 1 (checksums only) is still read
@@ -108,7 +107,7 @@ def survey(shard: Path, known: Mapping[str, Summed] | None = None) -> dict[str, 
     prior = known or {}
 
     def summed(path: Path, name: str) -> Summed:
-        stamp = _stamp(path)  # before the read: a change during it leaves newer times
+        stamp = stamp_file(path)  # before the read: a change during it leaves newer times
         was = prior.get(name)
         if stamp is not None and was is not None and was[1] == stamp:
             return was
@@ -122,13 +121,6 @@ def survey(shard: Path, known: Mapping[str, Summed] | None = None) -> dict[str, 
 def checksums(shard: Path) -> dict[str, FileSum]:
     """Every segment file's size and content checksum, each file read (see `survey`)."""
     return {name: checksum for name, (checksum, _stamp) in survey(shard).items()}
-
-
-def _stamp(path: Path) -> Stamp | None:
-    try:
-        return stamp_of(os.stat(path), time.time_ns())
-    except OSError:
-        return None  # the read that follows says what is wrong
 
 
 def file_sum(path: Path) -> FileSum:
