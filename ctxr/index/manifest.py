@@ -86,9 +86,6 @@ class Manifest:
     # The store was made with the whole-document BM25 vector. Indexes made before it lack
     # it: they are read as before (two rankings), and `--rebuild` gives them the third.
     document_vectors: bool = False
-    # The ctxr that recorded the documents' stamps: another (an upgrade, whose loaders may
-    # read a file differently) trusts none of them, so every file is read once, and stamped.
-    stamps_by: str = field(default_factory=_ctxr_version)
     # Stamps refreshed since the last save (`restamp`); never written.
     restamped: bool = field(default=False, compare=False, repr=False)
 
@@ -139,9 +136,10 @@ class Manifest:
             "created_at": self.created_at,
             "updated_at": self.updated_at,
             "document_vectors": self.document_vectors,
+            # The ctxr that recorded the stamps: another (an upgrade, whose loaders may read a
+            # file differently) trusts none of them, so every file is read once, and stamped.
             "stamps_by": _ctxr_version(),
         }
-        self.stamps_by = _ctxr_version()
         path = index_dir / MANIFEST_NAME
         tmp = path.with_suffix(".tmp")
         try:
@@ -173,14 +171,13 @@ class Manifest:
                     f"{path} has format {body.get('format')!r}, this ctxr reads "
                     f"{FORMAT_VERSION}; re-index with --rebuild"
                 )
-            stamps_by = str(body.get("stamps_by", ""))
+            trusted = body.get("stamps_by") == _ctxr_version()
             return cls(
                 settings=IndexSettings(**_object(body.get("settings"), "settings")),
                 documents={
-                    k: _entry(_object(v, f"documents[{k!r}]"), trusted=stamps_by == _ctxr_version())
+                    k: _entry(_object(v, f"documents[{k!r}]"), trusted)
                     for k, v in _object(body.get("documents"), "documents").items()
                 },
-                stamps_by=stamps_by,
                 created_at=str(body["created_at"]),
                 updated_at=str(body["updated_at"]),
                 document_vectors=bool(body.get("document_vectors", False)),
