@@ -303,6 +303,12 @@ class StoreSettings(_Group):
     quantization: Quantization = Field(
         "int8", description="int8: dense vectors as bytes in memory; none: float32 (new indexes)"
     )
+    # With int8, the candidates found on the bytes are ranked again by their float32 originals,
+    # read from disk (`ctxr.index.store.quantization`); false ranks by the bytes alone and
+    # never reads the originals. A search setting: it can change without a rebuild.
+    rescore: bool = Field(
+        True, description="int8: rank the candidates again by their float32 originals"
+    )
     bm25_k1: float = Field(1.2, gt=0)
     bm25_b: float = Field(0.75, ge=0, le=1)
     # A short document's whole text also gets one BM25 vector, on its first chunk

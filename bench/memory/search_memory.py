@@ -14,11 +14,16 @@ kernel to drop the index's clean cached pages (``posix_fadvise(POSIX_FADV_DONTNE
 every file of the index), as after a reboot; without it the page cache is as other work left
 it (right after a build, much of the index). Compare indexes within one run of this command.
 
+``--rescore both`` runs each index twice, in turns: searched as by default (int8 candidates
+rescored with their float32 originals) and with ``CTXR_RESCORE=false`` (ranked by the bytes;
+the originals never read), and says how many of the top 10 the two share.
+
 Usage::
 
     python -m bench.speed.scale --chunks 200000 --quantization none --keep /tmp/sc/none
     python -m bench.speed.scale --chunks 200000 --quantization int8 --keep /tmp/sc/int8
     python -m bench.memory.search_memory --chunks 200000 /tmp/sc/none /tmp/sc/int8 [--cold]
+    python -m bench.memory.search_memory --chunks 1000000 /tmp/s1m --rescore both --cold
 """
 
 from __future__ import annotations
@@ -77,11 +82,13 @@ def child(work: str, chunks: str, seed: str, queries: str, cold: str) -> None:
     if cold == "1":
         drop_cached_pages(index_dir)
     corpus = markdown_corpus.corpus(Path(work) / "corpus", int(chunks), int(seed))
+    tops: list[list[str]] = []
     with SearchService(load_settings(index_dir=index_dir)) as service:
         for query in make_queries(corpus.words, int(queries), int(seed)):
-            service.search(query, k=10)
+            tops.append([hit.chunk_id for hit in service.search(query, k=10)])
         status = {field: status_mib(f"{field}:") for field in ("VmRSS", "RssAnon", "RssFile")}
-        print(json.dumps({"status": status, "mappings": resident_by_mapping().most_common()}))
+        mappings = resident_by_mapping().most_common()
+        print(json.dumps({"status": status, "mappings": mappings, "tops": tops}))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -91,24 +98,39 @@ def main(argv: Sequence[str] | None = None) -> int:
     # The corpus's seed is read from each run's state.json, as the scale benchmark wrote it.
     p.add_argument("--queries", type=int, default=200)
     p.add_argument("--cold", action="store_true", help="drop the index's cached pages first")
+    p.add_argument(
+        "--rescore",
+        choices=("on", "off", "both"),
+        default="on",
+        help="int8 candidates rescored with their originals (on), ranked by the bytes (off)",
+    )
     args = p.parse_args(argv)
+    ways = {"on": ("true",), "off": ("false",), "both": ("true", "false")}[args.rescore]
     say(f"search memory: {machine()}; page cache {'dropped first' if args.cold else 'as left'}")
     say(load_line("at start"))
     for work in args.kept:
         state = json.loads((work / "state.json").read_text())
         held = state.get("build", {}).get("quantization", "?")
-        run = run_child(_CHILD, str(work), str(args.chunks), str(state["seed"]),
-                        str(args.queries), str(int(args.cold)))  # fmt: skip
-        found = json.loads(run.stdout.strip().splitlines()[-1])
-        status = found["status"]
-        say("")
-        say(
-            f"{work} (vectors {held}), after {args.queries} searches: VmRSS "
-            f"{status['VmRSS']:,.0f} MiB = anonymous {status['RssAnon']:,.0f} + file "
-            f"{status['RssFile']:,.0f}"
-        )
-        for mapping, kib in found["mappings"][:SHOWN]:
-            say(f"  {kib / 1024:8.1f} MiB  {mapping}")
+        tops: dict[str, list[list[str]]] = {}
+        for rescore in ways:
+            run = run_child(_CHILD, str(work), str(args.chunks), str(state["seed"]),
+                            str(args.queries), str(int(args.cold)),
+                            env={"CTXR_RESCORE": rescore})  # fmt: skip
+            found = json.loads(run.stdout.strip().splitlines()[-1])
+            tops[rescore] = found["tops"]
+            status = found["status"]
+            say("")
+            say(
+                f"{work} (vectors {held}, CTXR_RESCORE={rescore}), after {args.queries} "
+                f"searches: VmRSS {status['VmRSS']:,.0f} MiB = anonymous "
+                f"{status['RssAnon']:,.0f} + file {status['RssFile']:,.0f}"
+            )
+            for mapping, kib in found["mappings"][:SHOWN]:
+                say(f"  {kib / 1024:8.1f} MiB  {mapping}")
+        if len(tops) == 2:
+            shared = [len(set(a) & set(b)) / max(len(a), 1)
+                      for a, b in zip(tops["true"], tops["false"], strict=True)]  # fmt: skip
+            say(f"  top 10 shared, rescored and not: {sum(shared) / len(shared):.4f} on average")
     say("")
     say(load_line("at end"))
     return 0

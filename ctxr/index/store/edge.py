@@ -59,10 +59,14 @@ WAL_DIR = "wal"
 
 
 class EdgeStore:
-    def __init__(self, shard: Any, hnsw_ef: int = 256, path: Path | None = None) -> None:
+    def __init__(
+        self, shard: Any, hnsw_ef: int = 256, path: Path | None = None, rescore: bool = True
+    ) -> None:
         self._shard = shard
-        # Rescoring asked for always: Qdrant ignores it where the vectors are not quantized.
-        rescoring = qe.QuantizationSearchParams(rescore=True, oversampling=OVERSAMPLING)
+        # Qdrant ignores the quantization parameters where the vectors are not quantized.
+        rescoring = qe.QuantizationSearchParams(
+            rescore=rescore, oversampling=OVERSAMPLING if rescore else None
+        )
         self._params = qe.SearchParams(hnsw_ef=hnsw_ef, quantization=rescoring)
         self._path = path
         self._index_dir = path.parent if path is not None else Path("?")
@@ -106,6 +110,7 @@ class EdgeStore:
         hnsw_ef: int = 256,
         quantization: Quantization = "none",
         segment_points: int = 0,
+        rescore: bool = True,
     ) -> EdgeStore:
         """A new shard; with `segment_points`, one whose optimizer leaves segments of that size
         apart (`segment_optimizers`): the writer closes a segment every `segment_points`
@@ -130,7 +135,7 @@ class EdgeStore:
                 f"cannot create the Qdrant shard at {path}: {_first_line(exc)}; "
                 "remove the directory or choose another --index"
             ) from exc
-        store = cls(shard, hnsw_ef, path)
+        store = cls(shard, hnsw_ef, path, rescore)
         with store._guarded("creating the payload indexes"):
             for field in KEYWORD_FIELDS:
                 shard.update(
@@ -139,7 +144,9 @@ class EdgeStore:
         return store
 
     @classmethod
-    def open(cls, path: Path, hnsw_ef: int = 256, every_byte: bool = False) -> EdgeStore:
+    def open(
+        cls, path: Path, hnsw_ef: int = 256, every_byte: bool = False, rescore: bool = True
+    ) -> EdgeStore:
         """Load the shard at `path` once its files are known to be safe to load (module doc).
 
         `every_byte` compares every file with the seal, stamps or not (`ctxr doctor`: the one
@@ -158,7 +165,7 @@ class EdgeStore:
             panicked = "" if isinstance(exc, Exception) else "the engine panicked: "
             what = f"its Qdrant shard cannot be opened: {panicked}{_first_line(exc)}"
             raise corrupt(path.parent, what) from exc
-        store = cls(shard, hnsw_ef, path)
+        store = cls(shard, hnsw_ef, path, rescore)
         store._opened = opened
         if problem is not None:  # loaded to be read, never sealed as it is
             store.seal_problem = problem

@@ -31,7 +31,7 @@ def open_store(
     if store.qdrant_url:
         return _server(store, "open", dim)
     try:
-        return EdgeStore.open(shard_path(index_dir), store.hnsw_ef, every_byte)
+        return EdgeStore.open(shard_path(index_dir), store.hnsw_ef, every_byte, store.rescore)
     except IndexInUseError as exc:
         served = owner.live_owner(index_dir)
         if served is None:
@@ -44,7 +44,12 @@ def create_store(store: StoreSettings, index_dir: Path, dim: int) -> Store:
         index_dir.mkdir(parents=True, exist_ok=True)  # the manifest still lives here
         return _server(store, "create", dim)
     return EdgeStore.create(
-        shard_path(index_dir), dim, store.hnsw_ef, store.quantization, store.segment_points
+        shard_path(index_dir),
+        dim,
+        store.hnsw_ef,
+        store.quantization,
+        store.segment_points,
+        store.rescore,
     )
 
 
@@ -88,11 +93,19 @@ def _server(store: StoreSettings, how: str, dim: int | None) -> QdrantServerStor
                 quantization=store.quantization,
                 where=where,
                 hnsw_ef=store.hnsw_ef,
+                rescore=store.rescore,
                 secret=key,
                 writes=writes,
             )
         return QdrantServerStore.open(
-            client, name, dim, where=where, hnsw_ef=store.hnsw_ef, secret=key, writes=writes
+            client,
+            name,
+            dim,
+            where=where,
+            hnsw_ef=store.hnsw_ef,
+            rescore=store.rescore,
+            secret=key,
+            writes=writes,
         )
     except BaseException:
         client.close()

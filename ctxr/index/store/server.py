@@ -62,6 +62,7 @@ class QdrantServerStore:
         *,
         where: str = "qdrant-client",
         hnsw_ef: int = 256,
+        rescore: bool = True,
         owns_client: bool = True,
         secret: str | None = None,
         writes: WritePolicy | None = None,
@@ -74,8 +75,10 @@ class QdrantServerStore:
             self._writes = replace(self._writes, parallel=1)
         self._collection = collection
         self._where = where
-        # Rescoring asked for always: Qdrant ignores it where the vectors are not quantized.
-        rescoring = models.QuantizationSearchParams(rescore=True, oversampling=OVERSAMPLING)
+        # Qdrant ignores the quantization parameters where the vectors are not quantized.
+        rescoring = models.QuantizationSearchParams(
+            rescore=rescore, oversampling=OVERSAMPLING if rescore else None
+        )
         self._params = models.SearchParams(hnsw_ef=hnsw_ef, quantization=rescoring)
         self._owns_client = owns_client
         self._secret = secret
@@ -92,6 +95,7 @@ class QdrantServerStore:
         quantization: Quantization = "none",
         where: str = "qdrant-client",
         hnsw_ef: int = 256,
+        rescore: bool = True,
         owns_client: bool = True,
         secret: str | None = None,
         writes: WritePolicy | None = None,
@@ -102,6 +106,7 @@ class QdrantServerStore:
             collection,
             where=where,
             hnsw_ef=hnsw_ef,
+            rescore=rescore,
             owns_client=owns_client,
             secret=secret,
             writes=writes,
@@ -138,6 +143,7 @@ class QdrantServerStore:
         *,
         where: str = "qdrant-client",
         hnsw_ef: int = 256,
+        rescore: bool = True,
         owns_client: bool = True,
         secret: str | None = None,
         writes: WritePolicy | None = None,
@@ -148,6 +154,7 @@ class QdrantServerStore:
             collection,
             where=where,
             hnsw_ef=hnsw_ef,
+            rescore=rescore,
             owns_client=owns_client,
             secret=secret,
             writes=writes,

@@ -185,6 +185,35 @@ def test_int8_vectors_rank_and_score_as_float32_ones(backend: str, tmp_path: Pat
         quantized.close()
 
 
+def test_int8_without_rescore_ranks_by_the_bytes(tmp_path: Path) -> None:
+    """`CTXR_RESCORE=false` (a search setting, read at open): the candidates keep the scores
+    their bytes give, not the float32 cosines a rescore reads from disk; the ranking still
+    finds each point first for its own vector."""
+    shard = store_factory.shard_path(tmp_path)
+    quantized = empty_store("edge", shard, DIM, quantization="int8")
+    quantized.upsert(POINTS)
+    quantized.flush()
+    quantized.close()
+    quantize_now(shard, DIM)
+    queries = POINTS[:10]
+
+    def rankings(rescore: bool) -> list[list[ScoredRecord]]:
+        settings = load_settings(index_dir=tmp_path, rescore=rescore)
+        store = store_factory.open_store(settings.store, tmp_path)
+        try:
+            return [store.query_dense(p.dense, 10) for p in queries]
+        finally:
+            store.close()
+
+    apart = 0.0
+    for point, cosines, by_bytes in zip(queries, rankings(True), rankings(False), strict=True):
+        assert by_bytes[0].point_id == point.point_id
+        exact = {r.point_id: r.score for r in cosines}
+        shared = [abs(r.score - exact[r.point_id]) for r in by_bytes if r.point_id in exact]
+        apart = max(apart, *shared)
+    assert apart > 1e-4, "every score was the float32 cosine: the originals were read"
+
+
 def test_upsert_same_id_overwrites(store: Store) -> None:
     old = POINTS[0]
     payload = partial_payload({**old.payload, "v": 2})
