@@ -107,8 +107,8 @@ def test_absurd_scores_are_refused() -> None:
     payload = {"doc_id": "a"}
     sane = [ScoredRecord("p", 0.99, payload), ScoredRecord("q", -0.2, payload)]  # type: ignore[arg-type]
     integrity.check_scores("dense", sane, Path("idx"))
-    by_bytes = [ScoredRecord("p", 1.0051, payload)]  # int8, not rescored: a little past 1
-    integrity.check_scores("dense", by_bytes, Path("idx"))  # type: ignore[arg-type]
+    by_bytes = [ScoredRecord("p", 1.0051, payload)]  # type: ignore[arg-type]
+    integrity.check_scores("dense", by_bytes, Path("idx"))  # int8, not rescored: past 1
     integrity.check_scores("bm25", [ScoredRecord("p", 12.5, payload)], Path("idx"))  # type: ignore[arg-type]
     for retriever, score in (("dense", 2.9e37), ("dense", 1.2), ("dense", float("nan")),
                              ("bm25", -2.4)):  # fmt: skip
