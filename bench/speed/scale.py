@@ -57,6 +57,13 @@ Usage::
     python -m bench.speed.scale [--chunks 1000000] [--queries 200] [--requests 400]
         [--clients 1,8] [--pool 256] [--update-share 0.01] [--seed 7] [--keep DIR]
         [--quantization int8|none] [--no-update] [--update-hashing]
+        [--serve-env CTXR_RESCORE=false] [--serve-memory-cap MIB] [--cold]
+
+What a server needs, beside what it holds: ``--cold`` drops the index's cached pages before
+``ctxr serve`` starts (every page it reads is then its own), and ``--serve-memory-cap MIB``
+runs it in a memory cgroup of that limit (`bench.common.memory_cap`), so its searches show
+whether it fits; the cgroup's peak, page cache included, is printed beside ``VmHWM``.
+``--serve-env NAME=VALUE`` gives the server a setting (``CTXR_RESCORE=false``).
 """
 
 from __future__ import annotations
@@ -91,10 +98,13 @@ from bench.common.measure import (
     peak_mib_of,
     run_child,
     say,
+    status_mib,
 )
 from bench.common.measure import parser as cli
+from bench.common.memory_cap import MemoryCap
 from bench.common.pool_embedder import PoolEmbedder, embed_pool
 from bench.common.synthetic import make_queries
+from bench.memory.search_memory import drop_cached_pages
 from ctxr.config import Quantization, StoreSettings, load_settings
 from ctxr.index import components
 from ctxr.index.embed.onnx import OnnxEmbedder
@@ -156,10 +166,19 @@ def _stages(report: dict[str, Any]) -> str:
     return ", ".join(f"{k} {v:.1f}" for k, v in report["stage_seconds"].items())
 
 
-def _serve(work: Path, port: int) -> subprocess.Popen[bytes]:
+def _serve(
+    work: Path, port: int, env: dict[str, str], cap: MemoryCap | None
+) -> subprocess.Popen[bytes]:
     command = [*CTXR, "serve", "--index", INDEX, "--host", "127.0.0.1", "--port", str(port)]
     with (work / "serve.log").open("wb") as log:
-        return subprocess.Popen(command, cwd=work, env=child_env(), stdout=log, stderr=log)
+        return subprocess.Popen(
+            command,
+            cwd=work,
+            env=child_env(env),
+            stdout=log,
+            stderr=log,
+            preexec_fn=cap.enter if cap is not None else None,
+        )
 
 
 def _first_answer(server: subprocess.Popen[bytes], url: str, query: str, work: Path) -> None:
@@ -275,6 +294,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="then a second update that reads and hashes every file (no stamps), to compare",
     )
+    parser.add_argument(
+        "--serve-env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a setting for `ctxr serve` only, e.g. CTXR_RESCORE=false (repeatable)",
+    )
+    parser.add_argument(
+        "--serve-memory-cap",
+        type=int,
+        metavar="MIB",
+        help="run `ctxr serve` in a memory cgroup of this limit (bench.common.memory_cap)",
+    )
+    parser.add_argument(
+        "--cold", action="store_true", help="drop the index's cached pages before `ctxr serve`"
+    )
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--keep", type=Path, help="keep corpus and index here (reused if there)")
     parser.add_argument(
@@ -284,6 +319,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="how a new index holds its dense vectors (CTXR_QUANTIZATION; default: ctxr's)",
     )
     args = parser.parse_args(argv)
+    if any("=" not in pair for pair in args.serve_env):
+        parser.error("--serve-env takes NAME=VALUE")
     clients = [int(c) for c in args.clients.split(",")]
     if args.chunks < markdown_corpus.SECTIONS or min(clients) < 1 or args.requests < 1:
         parser.error("need --chunks >= 10, --clients >= 1 and --requests >= 1")
@@ -331,8 +368,17 @@ def run(args: argparse.Namespace, work: Path, clients: list[int]) -> int:
     queries = make_queries(corpus.words, args.queries, args.seed)
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
+    serve_env = dict(pair.split("=", 1) for pair in args.serve_env)
+    if args.cold:
+        drop_cached_pages(index_dir)
+    cap = MemoryCap.make(args.serve_memory_cap, "ctxr-serve") if args.serve_memory_cap else None
+    say(
+        f"ctxr serve with {serve_env or 'the defaults'}"
+        f"{f', in a memory cgroup of {cap.limit_mib:,} MiB' if cap else ''}"
+        f"{', the index pages dropped first' if args.cold else ''}"
+    )
     with Span() as span:
-        server = _serve(work, port)
+        server = _serve(work, port, serve_env, cap)
         try:
             _first_answer(server, url, queries[0], work)
         except BaseException:
@@ -351,9 +397,13 @@ def run(args: argparse.Namespace, work: Path, clients: list[int]) -> int:
                 f"p50 {t.p50:.1f} ms, p99 {t.p99:.1f} ms, errors {sum(row.errors.values())}"
             )
         server_peak = peak_mib_of(server.pid)
+        anon_mib, file_mib = (status_mib(f"{f}:", server.pid) for f in ("RssAnon", "RssFile"))
     finally:
         server.terminate()
         server.wait(timeout=STOP_SECONDS)
+        if cap is not None:
+            cap_peak, cap_events = cap.peak_mib(), cap.events()
+            cap.remove()
 
     update: dict[str, Any] | None = None
     if not args.no_update:
@@ -387,7 +437,15 @@ def run(args: argparse.Namespace, work: Path, clients: list[int]) -> int:
     say(f"| of it, the embedding cache | {cache_bytes / points:,.0f} B |")
     say(f"| build peak RSS | {build['peak_mib']:,.0f} MiB |")
     say(f"| open: `ctxr serve` start to first answer | {open_s:.1f} s |")
-    say(f"| server peak RSS after the load | {server_peak:,.0f} MiB |")
+    say(
+        f"| server peak RSS after the load | {server_peak:,.0f} MiB (now: anonymous "
+        f"{anon_mib:,.0f}, file-backed {file_mib:,.0f}) |"
+    )
+    if cap is not None:
+        say(
+            f"| the server's cgroup ({cap.limit_mib:,} MiB): peak charged, page cache included "
+            f"| {cap_peak:,.0f} MiB ({cap_events}) |"
+        )
     if update is not None:
         say(
             f"| update: {len(edited):,} files ({args.update_share:.0%}) edited | "
