@@ -20,7 +20,8 @@ from ctxr.index.bm25.weights import SparseTerms
 from ctxr.index.store import factory as store_factory
 from ctxr.index.store.base import DENSE_VECTOR, SPARSE_VECTOR
 
-DEFAULT_INDEX = Path("/tmp/evalidx/scifact-ours200-none-bm25-1.2-0.75")
+# The name `ctxr eval beir --index-dir /tmp/evalidx` gives it (with the whole-document BM25 size).
+DEFAULT_INDEX = Path("/tmp/evalidx/scifact-ours200-none-bm25-1.2-0.75-doc1024")
 Matrix = npt.NDArray[np.float32]
 
 
