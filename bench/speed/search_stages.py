@@ -16,6 +16,10 @@ that load drifts alike on all:
   the engine lets Python run another search while one is in it (it releases the GIL or not),
   which decides what one ``ctxr serve`` process does with a second core.
 
+With ``--against DIR``, a second kept index of the same corpus (another segment layout, a
+copy updated another way) is opened beside the first, and its ``search`` is one more row,
+interleaved with the others query by query.
+
 Printed: p50 / p95 / mean in milliseconds per row, the rows' medians against ``search``, and
 the load average at start and end. No HTTP: ``bench.speed.scale`` measures ``ctxr serve``.
 
@@ -23,10 +27,12 @@ Usage::
 
     python -m bench.speed.scale --chunks 200000 --keep /tmp/scale200k   # once
     python -m bench.speed.search_stages --keep /tmp/scale200k --chunks 200000 [--queries 200]
+        [--against /tmp/scale200k-copy]
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -59,8 +65,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     with (
         SearchService(load_settings(index_dir=work / "index")) as service,
         ThreadPoolExecutor(3) as threads,
+        contextlib.ExitStack() as others,
     ):
         rows = _rows(service, queries, threads)
+        if args.against:
+            index = Path(args.against) / "index"
+            other = others.enter_context(SearchService(load_settings(index_dir=index)))
+            rows[f"search, {args.against}"] = lambda q: other.search(q, k=K)
         for query in queries:  # warm: every query's vector cached, pages faulted in
             for call in rows.values():
                 call(query)
@@ -128,6 +139,7 @@ def _parser() -> Any:
     p.add_argument("--keep", required=True, help="the directory bench.speed.scale kept")
     p.add_argument("--chunks", type=int, required=True, help="the --chunks it was run with")
     p.add_argument("--queries", type=int, default=200)
+    p.add_argument("--against", help="a second kept index of the same corpus, searched too")
     p.add_argument("--seed", type=int, default=7, help="the --seed it was run with")
     return p
 
