@@ -383,6 +383,9 @@ def run(args: argparse.Namespace, work: Path, clients: list[int]) -> int:
             _first_answer(server, url, queries[0], work)
         except BaseException:
             server.terminate()
+            if cap is not None:
+                server.wait(timeout=STOP_SECONDS)
+                cap.remove()
             raise
     open_s = span.seconds
     say(f"ctxr serve answered its first search {open_s:.1f} s after it started")

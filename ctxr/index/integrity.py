@@ -198,7 +198,8 @@ def check_scores(retriever: str, records: Iterable[ScoredRecord], index_dir: Pat
 
 
 def score_problem(retriever: str, records: Iterable[ScoredRecord]) -> str | None:
-    """A non-finite score, a cosine similarity outside [-1, 1] or a negative BM25 score."""
+    """A non-finite score, a cosine similarity outside [-1, 1] by more than int8's rounding
+    (`DENSE_SCORE_TOLERANCE`) or a negative BM25 score."""
     if retriever == "dense":
         low, high = -1.0 - DENSE_SCORE_TOLERANCE, 1.0 + DENSE_SCORE_TOLERANCE
     else:
