@@ -46,6 +46,7 @@ from ctxr.index.store.base import (
 )
 from ctxr.index.store.probe import disk_low, probe_load
 from ctxr.index.store.quantization import OVERSAMPLING, QUANTILE
+from ctxr.index.store.read_ahead import read_ahead
 from ctxr.index.store.seal import Summed, difference, read_seal, remove_seal, survey, write_seal
 
 try:
@@ -152,6 +153,7 @@ class EdgeStore:
         `every_byte` compares every file with the seal, stamps or not (`ctxr doctor`: the one
         check that sees a disk change bytes by itself)."""
         problem, opened = _check_before_load(path, every_byte)
+        read_ahead(path)  # the engine would read the int8 bytes a page at a time (module doc)
         try:
             shard = qe.EdgeShard.load(str(path))
         except BaseException as exc:

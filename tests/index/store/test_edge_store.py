@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from ctxr.config import Quantization
 from ctxr.errors import IndexError_
 from ctxr.index.bm25.weights import document_vector, query_vector
 from ctxr.index.store.base import Store, StoredPoint
@@ -119,3 +120,27 @@ def test_opening_a_shard_held_by_another_store_says_it_is_in_use(tmp_path: Path)
             EdgeStore.open(tmp_path / "qdrant")
     finally:
         held.close()
+
+
+def test_read_ahead_reads_the_int8_bytes_the_engine_holds(tmp_path: Path) -> None:
+    """Before a load, the segments' int8 vectors are read through once (the engine's own
+    populate reads them a page at a time); a float32 shard has none to read."""
+    import numpy as np
+
+    from ctxr.index.store.read_ahead import read_ahead
+    from tests.fixtures.stores import quantize_now
+
+    dim = 64  # 40 points of 64 floats pass the 1 kB threshold `quantize_now` sets
+    vectors = np.random.default_rng(5).normal(size=(40, dim))
+    points = [_point("d.md", i, v.tolist(), ["word"]) for i, v in enumerate(vectors)]
+    ways: tuple[tuple[str, Quantization], ...] = (("float32", "none"), ("int8", "int8"))
+    for name, quantization in ways:
+        store = EdgeStore.create(tmp_path / name, dim, quantization=quantization)
+        store.upsert(points)
+        store.flush()
+        store.close()
+    quantize_now(tmp_path / "int8", dim)
+    held = sorted((tmp_path / "int8").rglob("quantized.data"))
+    assert held and read_ahead(tmp_path / "int8") == sum(p.stat().st_size for p in held)
+    assert read_ahead(tmp_path / "float32") == 0
+    EdgeStore.open(tmp_path / "int8").close()  # and the shard loads after it
