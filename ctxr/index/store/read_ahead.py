@@ -9,9 +9,10 @@ takes 0.6 s. The engine also drops the page cache of its files when it closes a 
 `ctxr index`, `ctxr search` and `ctxr serve` over a large index paid it again.
 
 Reading the files through once before the load, in order, leaves their pages cached, and the
-engine's populate then maps them without reading: a million-chunk shard opened in 6.1-6.9 s
-against 11.1-11.8 s, in turns (docs/explanation/benchmarks.md, "An index opened in half the
-time"). `POSIX_FADV_WILLNEED` alone did not help (11.0-11.3 s): the read has to be done. The
+engine's populate then maps them without reading: a million-chunk shard opened in 6.0 s
+against 11.6 s, medians of three turns (`bench.speed.open_cost`; docs/explanation/benchmarks.md,
+"An index opened in half the time"). `POSIX_FADV_WILLNEED` alone did not help: the read has to
+be done. The
 other files the engine holds in memory (BM25 postings, HNSW links, payload indexes) it reads
 at full speed and are left to it.
 """
