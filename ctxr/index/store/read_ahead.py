@@ -12,9 +12,8 @@ Reading the files through once before the load, in order, leaves their pages cac
 engine's populate then maps them without reading: a million-chunk shard opened in 6.0 s
 against 11.6 s, medians of three turns (`bench.speed.open_cost`; docs/explanation/benchmarks.md,
 "An index opened in half the time"). `POSIX_FADV_WILLNEED` alone did not help: the read has to
-be done. The
-other files the engine holds in memory (BM25 postings, HNSW links, payload indexes) it reads
-at full speed and are left to it.
+be done. The other files the engine holds in memory (BM25 postings, HNSW links, payload
+indexes) it reads at full speed, and they are left to it.
 """
 
 from __future__ import annotations
