@@ -9,7 +9,8 @@ graph (``EdgeStore.optimize``, timed), takes the truth from ``SearchParams(exact
 the float32 shard, and then, the two shards' queries interleaved query by query:
 
 - recall@10 and recall@50 of ``EdgeStore.query_dense`` (the search's own parameters:
-  ``hnsw_ef`` 256, and for int8 rescoring twice the candidates with the float32 originals);
+  ``hnsw_ef`` 256, and for int8 rescoring twice the candidates with the float32 originals),
+  and of the int8 shard once more ranked by its bytes alone (``CTXR_RESCORE=false``);
 - the time of a dense query of 50 candidates with the ranking fields, as a search asks;
 - the bytes each shard maps for its dense vectors: float32 ``matrix.dat`` (held in memory,
   ``Memory.Cached``), or int8 ``quantized.data`` (held) beside the originals (on disk,
