@@ -153,7 +153,8 @@ class EdgeStore:
         `every_byte` compares every file with the seal, stamps or not (`ctxr doctor`: the one
         check that sees a disk change bytes by itself)."""
         problem, opened = _check_before_load(path, every_byte)
-        read_ahead(path)  # the engine would read the int8 bytes a page at a time (module doc)
+        if not every_byte:  # every byte was just read, and is cached
+            read_ahead(path)  # the engine would read the int8 bytes a page at a time (its doc)
         try:
             shard = qe.EdgeShard.load(str(path))
         except BaseException as exc:
