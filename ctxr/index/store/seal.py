@@ -118,11 +118,6 @@ def survey(shard: Path, known: Mapping[str, Summed] | None = None) -> dict[str, 
         return dict(zip(names, pool.map(summed, paths, names), strict=True))
 
 
-def checksums(shard: Path) -> dict[str, FileSum]:
-    """Every segment file's size and content checksum, each file read (see `survey`)."""
-    return {name: checksum for name, (checksum, _stamp) in survey(shard).items()}
-
-
 def file_sum(path: Path) -> FileSum:
     if path.suffix == ".json":
         return _json_sum(path)
@@ -229,11 +224,6 @@ def _recorded(value: list[int]) -> Summed:
     numbers = [int(n) for n in value]
     stamp = (numbers[2], numbers[3], numbers[4], numbers[5]) if len(numbers) == 6 else None
     return (numbers[0], numbers[1]), stamp
-
-
-def compare(recorded: Mapping[str, Summed], shard: Path) -> Difference | None:
-    """How the shard differs from its seal, or None when it is as it was sealed."""
-    return difference(recorded, survey(shard, recorded))
 
 
 def difference(recorded: Mapping[str, Summed], current: Mapping[str, Summed]) -> Difference | None:
