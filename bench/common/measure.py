@@ -321,3 +321,14 @@ def parser(doc: str | None) -> argparse.ArgumentParser:
         epilog=rest or None,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+
+
+def drop_cached_pages(index_dir: Path) -> None:
+    """Ask the kernel to drop the clean cached pages of every file under `index_dir`."""
+    for path in index_dir.rglob("*"):
+        if path.is_file():
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            finally:
+                os.close(fd)

@@ -11,7 +11,7 @@ reads the same pages from disk again) or is killed (its anonymous memory does no
 limit, and `MemoryCap.enter` is the ``preexec_fn`` that moves a child into it before it runs;
 the peak the cgroup was charged (anonymous and page cache) is `MemoryCap.peak_mib`. Page cache
 is charged to the cgroup whose process first reads the page, so measure with the index's pages
-dropped first (`bench.memory.search_memory.drop_cached_pages`): pages another process left
+dropped first (`bench.common.measure.drop_cached_pages`): pages another process left
 cached are not charged and not limited. Needs root and a writable cgroup file system (a
 container may have neither); `MemoryCap.make` says why it cannot.
 """

@@ -29,7 +29,6 @@ Usage::
 from __future__ import annotations
 
 import json
-import os
 import re
 import sys
 from collections import Counter
@@ -37,23 +36,20 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bench.common import markdown_corpus
-from bench.common.measure import load_line, machine, parser, run_child, say, status_mib
+from bench.common.measure import (
+    drop_cached_pages,
+    load_line,
+    machine,
+    parser,
+    run_child,
+    say,
+    status_mib,
+)
 from bench.common.synthetic import make_queries
 
 _CHILD = "import sys; from bench.memory.search_memory import child; child(*sys.argv[1:])"
 _MAPPING = re.compile(r"^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \S+\s*(.*)$")
 SHOWN = 8  # mappings listed per index, largest first
-
-
-def drop_cached_pages(index_dir: Path) -> None:
-    """Ask the kernel to drop the clean cached pages of every file under `index_dir`."""
-    for path in index_dir.rglob("*"):
-        if path.is_file():
-            fd = os.open(path, os.O_RDONLY)
-            try:
-                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-            finally:
-                os.close(fd)
 
 
 def resident_by_mapping() -> Counter[str]:

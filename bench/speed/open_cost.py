@@ -5,7 +5,7 @@ qdrant-edge loads the shard, whose own populate of those files reads a page at a
 opens the shard of a run kept by ``bench.speed.scale --keep`` in fresh processes, in turns:
 ``EdgeStore.open`` as ctxr runs it, and the same with the read-ahead replaced by nothing (a
 bench may look inside). Before every open the index's cached pages are dropped
-(`bench.memory.search_memory.drop_cached_pages`), as the engine's own close leaves them.
+(`bench.common.measure.drop_cached_pages`), as the engine's own close leaves them.
 Printed per open: seconds and the bytes the process read from storage (``/proc/self/io``),
 then the medians.
 
@@ -22,8 +22,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from bench.common.measure import load_line, machine, parser, run_child, say
-from bench.memory.search_memory import drop_cached_pages
+from bench.common.measure import drop_cached_pages, load_line, machine, parser, run_child, say
 
 _CHILD = "import sys; from bench.speed.open_cost import child; child(*sys.argv[1:])"
 WAYS = ("read ahead", "engine alone")

@@ -93,6 +93,7 @@ from bench.common.measure import (
     Span,
     Timing,
     disk_bytes,
+    drop_cached_pages,
     load_line,
     machine,
     peak_mib_of,
@@ -104,7 +105,6 @@ from bench.common.measure import parser as cli
 from bench.common.memory_cap import MemoryCap
 from bench.common.pool_embedder import PoolEmbedder, embed_pool
 from bench.common.synthetic import make_queries
-from bench.memory.search_memory import drop_cached_pages
 from ctxr.config import Quantization, StoreSettings, load_settings
 from ctxr.index import components
 from ctxr.index.embed.onnx import OnnxEmbedder
