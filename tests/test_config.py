@@ -88,9 +88,9 @@ def test_one_list_of_choices_for_cli_api_and_service() -> None:
 @pytest.mark.parametrize(
     ("overrides", "outline", "llm"),
     [
-        ({}, "af23c15daea721af", "5fdd5823bc297e10"),
-        ({"chunk_tokens_by_kind": "code=300,markdown=400"}, "e26209680bfcc308", "0926b54f11ecfe76"),
-        ({"chunking": "parent"}, "6acaabfe87572503", "a722b9cb419fbeae"),
+        ({}, "b54c15ea0a475413", "5fdd5823bc297e10"),
+        ({"chunk_tokens_by_kind": "code=300,markdown=400"}, "dd0846b604a207fd", "0926b54f11ecfe76"),
+        ({"chunking": "parent"}, "d2304f41f3cdad57", "a722b9cb419fbeae"),
     ],
 )
 def test_recipes_are_pinned_so_existing_indexes_stay_current(
@@ -98,8 +98,9 @@ def test_recipes_are_pinned_so_existing_indexes_stay_current(
 ) -> None:
     # Every indexed document records its recipe; a change here re-indexes every user's corpus.
     # These values were computed before the layout changed and must never move with the code.
-    # The outline ones moved once, on purpose: outline/2 stopped naming a code
-    # file's language, measured better on the code set, so outline indexes re-embed once.
+    # The outline ones moved twice, on purpose, and outline indexes re-embedded once each time:
+    # outline/2 stopped naming a code file's language (better on the code set), outline/3
+    # stopped saying a title the chunk opens with (better on the prose sets).
     from ctxr.enrich.situate.contexts import ContextPlan
     from ctxr.pipeline.recipe import document_recipe
 

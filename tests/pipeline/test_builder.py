@@ -272,13 +272,15 @@ def test_context_position_orders_the_embedded_text_and_reindexes(tmp_path: Path)
     (corpus / "guide.md").write_text("# Guide\n\nInstall the server with the package manager.\n")
     before = _Recording()
     build_index([corpus], _hash_settings(tmp_path), embedder=before)
-    assert before.seen[0].startswith("From Guide (") and before.seen[0].endswith("manager.")
+    # The chunk opens with the title, so the outline names the path alone.
+    outline = f"From {corpus / 'guide.md'}."
+    assert before.seen[0] == f"{outline}\n\n# Guide\n\nInstall the server with the package manager."
     after = _Recording()
     settings = _hash_settings(tmp_path).replace(context_position="after")
     report = build_index([corpus], settings, embedder=after)
     assert report.documents_indexed == 1  # the embedded text changed: re-indexed
     assert after.seen[0].startswith("# Guide") and after.seen[0].endswith(".")
-    assert after.seen[0].rsplit("\n\n", 1)[1].startswith("From Guide (")
+    assert after.seen[0].rsplit("\n\n", 1)[1] == outline
 
 
 def test_hnsw_is_built_once_the_index_is_large_enough(tmp_path: Path) -> None:

@@ -17,8 +17,10 @@ def _doc(
     )
 
 
-def _chunk(doc: Document, heading_path: tuple[str, ...] = (), index: int = 0) -> Chunk:
-    return Chunk(chunk_id_for(doc.doc_id, index), doc.doc_id, index, "body", 9, 13, 1, heading_path)
+def _chunk(
+    doc: Document, heading_path: tuple[str, ...] = (), index: int = 0, text: str = "body"
+) -> Chunk:
+    return Chunk(chunk_id_for(doc.doc_id, index), doc.doc_id, index, text, 9, 13, 1, heading_path)
 
 
 def test_title_path_and_trail_without_repeating_the_title() -> None:
@@ -32,6 +34,21 @@ def test_title_path_and_trail_without_repeating_the_title() -> None:
 def test_title_equal_to_file_name_is_said_once() -> None:
     doc = _doc("notes/release-notes.txt", "release-notes.txt", kind="text")
     assert outline_context(doc, _chunk(doc)) == "From notes/release-notes.txt."
+
+
+def test_a_chunk_that_opens_with_the_title_is_given_only_the_path() -> None:
+    # Said twice, the title pulls a short document's first vector towards it (measured on
+    # ArguAna, SciFact and NFCorpus with bench/quality/outline_prose.py).
+    doc = _doc("docs/backup.md", "Backup and restore")
+    for opening in ("# Backup and restore\n\nCopy the folder.", "Backup and restore: copy it."):
+        assert outline_context(doc, _chunk(doc, text=opening)) == "From docs/backup.md."
+    later = _chunk(doc, ("Backup and restore", "Restoring"), 1, "## Restoring\n\nStop first.")
+    assert outline_context(doc, later) == (
+        "From Backup and restore (docs/backup.md), section: Restoring."
+    )
+    # Only the whole title counts: a longer word that starts with it is not the title.
+    doc = _doc("docs/back.md", "Back")
+    assert outline_context(doc, _chunk(doc, text="Backup first.")) == "From Back (docs/back.md)."
 
 
 def test_code_is_situated_by_path_and_symbol_not_language() -> None:
