@@ -151,6 +151,8 @@ def handle_post(h: BaseHTTPRequestHandler, fake: FakeLLMServer) -> None:
     if (refused := _refused_key(h, fake)) is not None:
         _error(h, fake, record, "401", refused)
         return
+    if endpoint in ("messages", "chat.completions"):
+        fake._await_company()  # `gather`: held until enough are in flight at once
     admission, fault = fake._admit(record)
     if admission is not None and not admission.allowed:
         headers = {

@@ -53,6 +53,10 @@ from .llm_wire import (
 
 __all__ = ["FakeLLMServer", "RecordedRequest", "count_request_tokens"]
 
+# How long an answer is held for `gather` before it goes out anyway: far longer than any
+# loaded machine takes to open a few dozen loopback connections.
+GATHER_WAIT_S = 10.0
+
 
 @dataclass(slots=True)
 class RecordedRequest:
@@ -93,6 +97,10 @@ class FakeLLMServer:
     ``context_window`` / ``server_kind`` / ``output_limit`` / ``window_counts_output``: a local
     server's window (`fakes.llm_window`): chat requests past it get a 400 in that server's
     words, and its info endpoint says it.
+    ``gather``: answers to generation requests are held until that many requests are in flight
+    at once (then never again), so a test of concurrency sees its peak whatever the machine's
+    load; a held answer goes out after `GATHER_WAIT_S` anyway, and the peak then says the
+    client never sent that many at once.
     ``embedding_scale``: embeddings are multiplied by it (not 1: a server that does not
     normalise). ``latency``, ``respond``, ``min_cacheable`` and ``embedding_scale`` may be
     changed between requests. A stopped
@@ -127,6 +135,7 @@ class FakeLLMServer:
         server_kind: ServerKind | None = None,
         output_limit: int | None = None,
         window_counts_output: bool = False,
+        gather: int = 0,
     ) -> None:
         self.latency, self.keep_bodies, self.api_key = latency, keep_bodies, api_key
         # An OpenAI-compatible server without structured outputs: 400 for `response_format`.
@@ -146,6 +155,8 @@ class FakeLLMServer:
         self._requests: list[RecordedRequest] = []
         self._connections: set[socket.socket] = set()
         self.in_flight = self.peak_in_flight = 0
+        self._gathered = threading.Event()
+        self.hold_until(gather)
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self.batches = FakeBatches(self, batch_delay_s, batch_max_requests, seed)
@@ -289,6 +300,8 @@ class FakeLLMServer:
             self._requests.append(record)
             self.in_flight += 1
             self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+            if self.in_flight >= self.gather:
+                self._gathered.set()
         return record, body
 
     def _finish(self, record: RecordedRequest, status: int | None, fault: str | None) -> None:
@@ -309,6 +322,20 @@ class FakeLLMServer:
             fault = self.faults.next()
             record.fault = fault.kind if fault else None
             return admission, fault
+
+    def hold_until(self, count: int) -> None:
+        """From now on, hold answers until `count` requests are in flight at once (``gather``)."""
+        with self._lock:
+            self.gather = count
+            if count <= 1 or self.in_flight >= count:
+                self._gathered.set()
+            else:
+                self._gathered.clear()
+
+    def _await_company(self) -> None:
+        """Hold an answer until `gather` requests have been in flight at once (see the class)."""
+        if not self._gathered.is_set():
+            self._gathered.wait(GATHER_WAIT_S)
 
     def _sleep(self, seconds: float) -> None:
         if seconds > 0:

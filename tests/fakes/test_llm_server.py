@@ -142,7 +142,8 @@ def test_a_forced_tool_call_bills_the_tool_use_system_prompt(server: FakeLLMServ
 
 
 def test_concurrent_first_requests_all_write_and_a_later_one_reads() -> None:
-    with FakeLLMServer(latency=0.3) as server:
+    # Held until all three are in flight: none can finish (and write) before the others arrive.
+    with FakeLLMServer(latency=0.3, gather=3) as server:
 
         async def go(c: anthropic.AsyncAnthropic) -> list[anthropic.types.Message]:
             burst = await asyncio.gather(
@@ -163,6 +164,7 @@ def test_first_then_concurrent_rest_writes_once() -> None:
 
         async def go(c: anthropic.AsyncAnthropic) -> list[anthropic.types.Message]:
             first = await c.messages.create(**situate(chunk="c0"))
+            server.hold_until(9)  # the peak is then the client's concurrency, not the load's
             rest = await asyncio.gather(
                 *(c.messages.create(**situate(chunk=f"c{i}")) for i in range(1, 32))
             )
@@ -415,7 +417,8 @@ def test_server_side_rpm_limit_answers_429_with_retry_after() -> None:
 
 def test_random_faults_are_seeded_and_many_connections_are_served() -> None:
     def outcome(seed: int) -> list[str]:
-        with FakeLLMServer(fault_rate=0.3, seed=seed, latency=0.05) as server:
+        # Held until 11 are in flight: the peak is the client's concurrency, not the load's.
+        with FakeLLMServer(fault_rate=0.3, seed=seed, latency=0.05, gather=11) as server:
 
             async def go(c: anthropic.AsyncAnthropic) -> list[str]:
                 results = await asyncio.gather(

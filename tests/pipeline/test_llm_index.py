@@ -56,7 +56,7 @@ def _index(tmp_path: Path, server: FakeLLMServer, monkeypatch: pytest.MonkeyPatc
 def test_one_cache_write_per_document_and_reruns_cost_nothing(
     tmp_path: Path, fake_llm_factory: Callable[..., FakeLLMServer], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    server = fake_llm_factory(latency=0.02)
+    server = fake_llm_factory(latency=0.02, gather=9)  # held until 9 are in flight at once
     monkeypatch.setenv("CTXR_LLM_CONCURRENCY", "32")
     report = _index(tmp_path, server, monkeypatch)
     assert server.peak_in_flight > 8  # chunks of several documents really were in flight
