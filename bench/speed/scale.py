@@ -85,7 +85,6 @@ from pathlib import Path
 from typing import Any, get_args
 
 import httpx
-import numpy as np
 
 from bench.common import markdown_corpus
 from bench.common.checkout import CTXR, child_env
@@ -97,22 +96,17 @@ from bench.common.measure import (
     load_line,
     machine,
     peak_mib_of,
-    run_child,
     say,
     status_mib,
 )
 from bench.common.measure import parser as cli
 from bench.common.memory_cap import MemoryCap
-from bench.common.pool_embedder import PoolEmbedder, embed_pool
+from bench.common.pool_build import CORPUS, INDEX, POOL, run_build
+from bench.common.pool_embedder import embed_pool
 from bench.common.synthetic import make_queries
-from ctxr.config import Quantization, StoreSettings, load_settings
-from ctxr.index import components
+from ctxr.config import Quantization, StoreSettings
 from ctxr.index.embed.onnx import OnnxEmbedder
-from ctxr.pipeline.build import build_index
 
-CORPUS = "corpus"  # the path indexed, relative to the work directory: sources read corpus/...
-INDEX = "index"
-POOL = "pool.npy"
 STATE = "state.json"
 FILTER_PART = 3
 K = 10
@@ -120,7 +114,6 @@ START_SECONDS = 600.0  # opening a large index on a loaded machine
 STOP_SECONDS = 900.0  # a clean close seals the shard: sizes and checksums of its files
 _NOT_INHERITED = ("CTXR_", "ANTHROPIC_", "OPENAI_")
 _SERVER_TIMING = re.compile(r"search;dur=([0-9.]+)")
-_BUILD = "import sys; from bench.speed.scale import build_child; build_child(*sys.argv[1:])"
 
 
 @dataclass
@@ -131,35 +124,6 @@ class Row:
     server_ms: list[float] = field(default_factory=list)  # Server-Timing of the same
     errors: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
-
-
-def build_child(work: str, pool: str, seed: str, quantization: str, stamps: str = "1") -> None:
-    """In a child process: ``build_index(["corpus"], ...)`` from `work`, as ``ctxr index
-    corpus --index index`` would run there, with the pool embedder behind the embedding
-    cache and the dense vectors held as `quantization` says (`stamps` "0": every file read and
-    hashed, ``CTXR_TRUST_FILE_STAMPS=false``); prints the run's report as JSON."""
-    os.chdir(work)
-    settings = load_settings(
-        index_dir=Path(INDEX), quantization=quantization, trust_file_stamps=stamps == "1"
-    )
-    model = components.make_embedder(settings)  # the default: its tokenizer sizes chunks
-    embedder = components.with_cache(PoolEmbedder(np.load(pool), model, int(seed)), settings)
-    try:
-        report = build_index([CORPUS], settings, embedder=embedder)
-    finally:
-        close = getattr(embedder, "close", None)
-        if callable(close):
-            close()
-    print(json.dumps(report.to_json()))
-
-
-def _build(work: Path, seed: int, quantization: str, stamps: bool = True) -> dict[str, Any]:
-    run = run_child(_BUILD, str(work), str(work / POOL), str(seed), quantization,
-                    "1" if stamps else "0")  # fmt: skip
-    report: dict[str, Any] = json.loads(run.stdout.strip().splitlines()[-1])
-    report["peak_mib"] = run.peak_mib
-    report["wall_seconds"] = run.seconds
-    return report
 
 
 def _stages(report: dict[str, Any]) -> str:
@@ -353,7 +317,7 @@ def run(args: argparse.Namespace, work: Path, clients: list[int]) -> int:
             embed_pool(model, args.pool, work / POOL)
         model.close()
         say(f"pool of {args.pool} real MiniLM vectors in {span.seconds:.1f} s")
-        build = _build(work, args.seed, args.quantization)
+        build = run_build(work, args.seed, args.quantization)
         build["quantization"] = args.quantization
         state["build"] = build
         (work / STATE).write_text(json.dumps(state))
@@ -413,7 +377,7 @@ def run(args: argparse.Namespace, work: Path, clients: list[int]) -> int:
         state["rounds"] += 1
         edited = markdown_corpus.edit(corpus, args.update_share, state["rounds"])
         (work / STATE).write_text(json.dumps(state))
-        update = _build(work, args.seed, args.quantization)  # taken only at creation
+        update = run_build(work, args.seed, args.quantization)  # taken only at creation
         seconds = update["seconds"]
         say(f"update of {len(edited):,} edited files: {seconds:.1f} s ({_stages(update)})")
     hashed: dict[str, Any] | None = None
@@ -421,7 +385,7 @@ def run(args: argparse.Namespace, work: Path, clients: list[int]) -> int:
         state["rounds"] += 1  # other files, edited the same way
         markdown_corpus.edit(corpus, args.update_share, state["rounds"])
         (work / STATE).write_text(json.dumps(state))
-        hashed = _build(work, args.seed, args.quantization, stamps=False)
+        hashed = run_build(work, args.seed, args.quantization, stamps=False)
         say(f"update reading every file: {hashed['seconds']:.1f} s ({_stages(hashed)})")
 
     say()
