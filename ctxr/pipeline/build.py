@@ -69,7 +69,9 @@ def open_or_create(
     if (index_dir / MANIFEST_NAME).exists():
         manifest = Manifest.load(index_dir)
         manifest.check_compatible(wanted, index_dir)
-        store = store_factory.open_store(settings.store, index_dir, manifest.settings.dim)
+        store = store_factory.open_store(
+            settings.store, index_dir, manifest.settings.dim, writer_points=manifest.chunk_count
+        )
         try:  # say so before a long run, not after it
             integrity.check(store, manifest, index_dir, integrity.OPEN_SAMPLE)
         except BaseException:

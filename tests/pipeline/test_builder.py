@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from collections.abc import Mapping
@@ -14,6 +15,7 @@ from ctxr.config import Settings, load_settings
 from ctxr.index.manifest import Manifest
 from ctxr.index.store.edge import EdgeStore
 from ctxr.index.store.factory import shard_path
+from ctxr.index.store.merge_cap import CONFIG_NAME, FLOOR_KB
 from ctxr.pipeline.build import build_index, index_documents
 from ctxr.retrieve.service import SearchService
 from ctxr.types import Chunk, Document, chunk_id_for, text_hash
@@ -281,6 +283,22 @@ def test_context_position_orders_the_embedded_text_and_reindexes(tmp_path: Path)
     assert report.documents_indexed == 1  # the embedded text changed: re-indexed
     assert after.seen[0].startswith("# Guide") and after.seen[0].endswith(".")
     assert after.seen[0].rsplit("\n\n", 1)[1] == outline
+
+
+def test_an_update_sizes_what_the_shard_may_merge_from_the_index(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a.txt").write_text("Glaciers carve valleys over thousands of years.")
+    # Segments of many points, so that a quarter of one is far over the floor.
+    settings = _hash_settings(tmp_path).replace(segment_points=100_000_000)
+    build_index([corpus], settings, embedder=HashEmbedder())
+    config = shard_path(settings.index_dir) / CONFIG_NAME
+    created = json.loads(config.read_text())["optimizers"]["max_segment_size"]
+    assert created > FLOOR_KB  # a quarter of a segment, as the shard was made
+    (corpus / "b.txt").write_text("Tides follow the moon.")
+    build_index([corpus], settings, embedder=HashEmbedder())
+    # The writer opened it knowing the index's size: a quarter of it, never under the floor.
+    assert json.loads(config.read_text())["optimizers"]["max_segment_size"] == FLOOR_KB
 
 
 def test_hnsw_is_built_once_the_index_is_large_enough(tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
@@ -44,6 +45,7 @@ from ctxr.index.store.base import (
     StoredPoint,
     best_first,
 )
+from ctxr.index.store.merge_cap import set_merge_cap
 from ctxr.index.store.probe import disk_low, probe_load
 from ctxr.index.store.quantization import OVERSAMPLING, QUANTILE
 from ctxr.index.store.read_ahead import read_ahead
@@ -146,13 +148,25 @@ class EdgeStore:
 
     @classmethod
     def open(
-        cls, path: Path, hnsw_ef: int = 256, every_byte: bool = False, rescore: bool = True
+        cls,
+        path: Path,
+        hnsw_ef: int = 256,
+        every_byte: bool = False,
+        rescore: bool = True,
+        writer: WriterSize | None = None,
     ) -> EdgeStore:
         """Load the shard at `path` once its files are known to be safe to load (module doc).
 
         `every_byte` compares every file with the seal, stamps or not (`ctxr doctor`: the one
-        check that sees a disk change bytes by itself)."""
+        check that sees a disk change bytes by itself). A `writer` (an indexing run) says how
+        large the index is, and the segments Qdrant may still merge are sized from it first
+        (`ctxr.index.store.merge_cap`)."""
         problem, opened = _check_before_load(path, every_byte)
+        if writer is not None:
+            with _shard_lock(path) as locked:
+                if not locked:
+                    raise in_use(path)
+                set_merge_cap(path, writer.points, writer.segment_points)
         if not every_byte:  # every byte was just read, and is cached
             read_ahead(path)  # the engine would read the int8 bytes a page at a time (its doc)
         try:
@@ -450,6 +464,15 @@ def engine_error(index_dir: Path, action: str, exc: BaseException) -> CtxrError:
         return storage_error(index_dir, "index", kind, detail=f"{action}: {_first_line(exc)}")
     panicked = "the engine panicked: " if not isinstance(exc, Exception) else ""
     return corrupt(index_dir, f"{action} failed: {panicked}{_first_line(exc)}")
+
+
+@dataclass(frozen=True)
+class WriterSize:
+    """What an indexing run that opens a shard knows of its size: the points the index holds
+    (its manifest's chunks) and `CTXR_SEGMENT_POINTS`."""
+
+    points: int
+    segment_points: int
 
 
 def _first_line(exc: BaseException) -> str:

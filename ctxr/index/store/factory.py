@@ -13,7 +13,7 @@ from ctxr.config import StoreSettings
 from ctxr.errors import ConfigError, IndexInUseError
 from ctxr.index import owner
 from ctxr.index.store.base import Store
-from ctxr.index.store.edge import SHARD_DIR, EdgeStore
+from ctxr.index.store.edge import SHARD_DIR, EdgeStore, WriterSize
 
 if TYPE_CHECKING:
     from ctxr.index.store.server import QdrantServerStore
@@ -24,14 +24,23 @@ def shard_path(index_dir: Path) -> Path:
 
 
 def open_store(
-    store: StoreSettings, index_dir: Path, dim: int | None = None, every_byte: bool = False
+    store: StoreSettings,
+    index_dir: Path,
+    dim: int | None = None,
+    every_byte: bool = False,
+    writer_points: int | None = None,
 ) -> Store:
     """The index's existing store; `dim` (the manifest's) is checked where the backend can.
-    `every_byte`: the embedded shard's files are all read and compared with its seal."""
+    `every_byte`: the embedded shard's files are all read and compared with its seal.
+    `writer_points`: an indexing run opens it, and the index holds that many points (the
+    embedded shard sizes what it may merge from them: `ctxr.index.store.merge_cap`)."""
     if store.qdrant_url:
         return _server(store, "open", dim)
+    writer = None if writer_points is None else WriterSize(writer_points, store.segment_points)
     try:
-        return EdgeStore.open(shard_path(index_dir), store.hnsw_ef, every_byte, store.rescore)
+        return EdgeStore.open(
+            shard_path(index_dir), store.hnsw_ef, every_byte, store.rescore, writer
+        )
     except IndexInUseError as exc:
         served = owner.live_owner(index_dir)
         if served is None:
