@@ -10,19 +10,21 @@ edited (`bench.common.markdown_corpus.edit`, the directory's next round) and is 
 ctxr's own pipeline in a child process (`bench.common.pool_build.run_build`, as scale's
 update is), so the directories are measured interleaved under the same load.
 
-``--env DIR:NAME=VALUE`` gives one directory's updates a setting (``CTXR_*``), the way to set
-a merge policy against the defaults. Printed per update: seconds, of them ``optimize`` (the
-HNSW builds and merges Qdrant runs at the end of the run), the share of the build's seconds
-(the goal: 2% or less), and the shard's segments afterwards (how many, and their sizes on
-disk, largest first). Searches over the copies afterwards: `bench.speed.search_stages --keep
-A --against B`.
+``--env DIR:NAME=VALUE`` gives one directory's updates a setting (``CTXR_*``). To set two
+versions of ctxr side by side, run ``--updates 1`` round by round, each directory from its own
+checkout (docs/explanation/benchmarks.md, "Updates to an index of 100,000 chunks").
+
+Printed per update: seconds, of them ``optimize`` (the HNSW builds and merges Qdrant runs at
+the end of the run), the share of the build's seconds (the goal: 2% or less), and the shard's
+segments afterwards (how many, and their sizes on disk, largest first). Searches over the
+copies afterwards: `bench.speed.search_stages --keep A --against B`.
 
 Usage::
 
     python -m bench.speed.scale --chunks 100000 --keep /tmp/u100k --no-update
     cp -a /tmp/u100k /tmp/u100k-b
     python -m bench.speed.update_series --work /tmp/u100k --work /tmp/u100k-b \\
-        [--env /tmp/u100k-b:CTXR_SEGMENT_MERGE=tiered] [--updates 8] [--update-share 0.01]
+        [--env /tmp/u100k-b:CTXR_SEGMENT_POINTS=50000] [--updates 8] [--update-share 0.01]
 """
 
 from __future__ import annotations

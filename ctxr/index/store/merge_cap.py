@@ -8,8 +8,8 @@ graph. A shard is created with that limit at a quarter of `CTXR_SEGMENT_POINTS`
 index smaller than that quarter is one segment under the limit, so an update's small segment
 was merged into the whole index, and its whole HNSW graph rebuilt: at 100,000 points, every
 seventh 1% update (when the small segment grew past the engine's indexing threshold) took as
-long as the build's own HNSW (docs/explanation/benchmarks.md, "Updates to an index of 100,000
-chunks").
+long as the build's own HNSW, 44-48 s against 5-8 s (docs/explanation/benchmarks.md,
+"Updates to an index of 100,000 chunks").
 
 So a writer lowers the limit for an index smaller than a segment to a quarter of the index,
 never under `FLOOR_KB`, so that small segments still merge with each other into segments worth
