@@ -2,24 +2,25 @@
 
 Every update writes its new points into a small segment of their own. Qdrant's merge optimizer
 (once a shard holds more segments than its default number, two on two cores) merges the
-smallest segments whose sizes sum below `max_segment_size` into one and rebuilds its HNSW
-graph. A shard is created with that limit at a quarter of `CTXR_SEGMENT_POINTS`
-(`edge.segment_optimizers`), which keeps the closed segments of a large index out of it. An
-index smaller than that quarter is one segment under the limit, so an update's small segment
-was merged into the whole index, and its whole HNSW graph rebuilt: at 100,000 points, every
-seventh 1% update (when the small segment grew past the engine's indexing threshold) took as
-long as the build's own HNSW, 44-48 s against 5-8 s (docs/explanation/benchmarks.md,
-"Updates to an index of 100,000 chunks").
+smallest segments whose sizes sum below `max_segment_size` into one new segment, with its
+vectors, postings and indexes written again. A shard is created with that limit at a quarter
+of `CTXR_SEGMENT_POINTS` (`edge.segment_optimizers`), which keeps the closed segments of a
+large index out of it. An index smaller than that quarter is one segment under the limit, so
+an update's small segment was merged into the whole index: at 100,000 points, every seventh
+1% update (when the small segment grew past the engine's indexing threshold) spent 37-41 s
+merging, the whole update 44-48 s against 5-8 s (docs/explanation/benchmarks.md, "Updates to
+an index of 100,000 chunks").
 
 So a writer lowers the limit for an index smaller than a segment to a quarter of the index,
-never under `FLOOR_KB`, so that small segments still merge with each other into segments worth
-indexing; from a segment up it stays what the shard was created with. The limit lives in the shard's
-`edge_config.json`, which the engine reads at load and the seal leaves out
+never under `FLOOR_KB`, so that small segments still merge with each other into segments
+worth indexing; from a segment up it stays what the shard was created with. The limit lives
+in the shard's `edge_config.json`, which the engine reads at load and the seal leaves out
 (`ctxr.index.store.seal.survey`), so it is written just before the load.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from pathlib import Path
@@ -51,7 +52,7 @@ def _quarter_kb(points: int, dim: int) -> int:
 def set_merge_cap(shard: Path, points: int, segment_points: int) -> int | None:
     """Write the merge limit for `points` into the shard's config before it is loaded; the
     limit written, or None where there is none to set (a shard made without one: a single
-    segment, `CTXR_SEGMENT_POINTS=0`) or it is already that."""
+    segment, `CTXR_SEGMENT_POINTS=0`), it is already that, or the file could not be written."""
     path = shard / CONFIG_NAME
     try:
         config: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
@@ -69,6 +70,10 @@ def set_merge_cap(shard: Path, points: int, segment_points: int) -> int | None:
     try:
         tmp.write_text(json.dumps(config, separators=(",", ":")), encoding="utf-8")
         os.replace(tmp, path)  # whole or not at all: the engine reads it at every load
-    finally:
-        tmp.unlink(missing_ok=True)
+    except OSError:
+        # A full or read-only disk: the limit only saves time, and the run's own writes will
+        # say what the disk refused, by name (`ctxr.disk`).
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        return None
     return cap

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from ctxr.index.store.edge import EdgeStore, WriterSize
@@ -64,3 +65,14 @@ def test_a_shard_without_a_limit_or_a_readable_config_is_left_to_the_engine(
     (garbled / CONFIG_NAME).write_text('{"optimizers": ', encoding="utf-8")
     assert set_merge_cap(garbled, 10, 1_000) is None  # no traceback: the load will say it
     assert set_merge_cap(tmp_path / "absent", 10, 1_000) is None
+
+
+def test_a_limit_the_disk_will_not_take_is_skipped_not_raised(tmp_path: Path) -> None:
+    shard = tmp_path / "shard"
+    EdgeStore.create(shard, DIM, segment_points=100_000_000).close()
+    before = (shard / CONFIG_NAME).read_text(encoding="utf-8")
+    # Where the new config would be written first is taken (a directory): the write fails as
+    # on a full disk, and the config is left whole.
+    (shard / f".{CONFIG_NAME}.{os.getpid()}.tmp").mkdir()
+    assert set_merge_cap(shard, 10, 100_000_000) is None
+    assert (shard / CONFIG_NAME).read_text(encoding="utf-8") == before
