@@ -11,10 +11,11 @@ It does not name a code file's language. Measured on the code set with ctxr's ch
 extension says it anyway.
 
 Nor does it say a title that the chunk itself begins with (a document's first chunk, which
-opens with its ``# Title``): only the path is said there. Measured on prose
-(`bench/quality/outline_prose.py`, variant ``full-unless-first``): hybrid nDCG@10 +0.0018 on
-SciFact train, +0.0005 on NFCorpus dev, and +0.0146 on ArguAna test, which took no part in
-the choice; a title said twice pulls a short document's first vector towards it.
+opens with its ``# Title``): only the path is said there. Measured on prose against the
+outline that said it (`bench/quality/outline_prose.py`, whose ``full-twice`` that one now is):
+hybrid nDCG@10 +0.0018 on SciFact train, +0.0005 on NFCorpus dev, and +0.0146 on ArguAna
+test, which took no part in the choice; a title said twice pulls a short document's first
+vector towards it.
 """
 
 from __future__ import annotations
