@@ -142,16 +142,16 @@ def main(argv: Sequence[str] | None = None) -> None:
                 f"{r.name} {r.scores['ndcg@10']:.4f}" for r in result.rows
             ))  # fmt: skip
     say("")
-    say("nDCG@10, the difference to `none` in brackets")
+    say("nDCG@10" + (", the difference to `none` in brackets" if "none" in variants else ""))
     say("")
     say("| set | mode | " + " | ".join(variants) + " |")
     say("|---|---|" + "---:|" * len(variants))
     for (label, mode), by_variant in table.items():
-        base = by_variant.get("none", float("nan"))
+        base = by_variant.get("none")
         cells = []
         for variant in variants:
             ndcg = by_variant[variant]
-            delta = "" if variant == "none" else f" [{ndcg - base:+.4f}]"
+            delta = "" if variant == "none" or base is None else f" [{ndcg - base:+.4f}]"
             cells.append(f"{ndcg:.4f}{delta}")
         say(f"| {label} | {mode} | " + " | ".join(cells) + " |")
     say("")
