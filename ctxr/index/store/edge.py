@@ -161,12 +161,7 @@ class EdgeStore:
         check that sees a disk change bytes by itself). A `writer` (an indexing run) says how
         large the index is, and the segments Qdrant may still merge are sized from it first
         (`ctxr.index.store.merge_cap`)."""
-        problem, opened = _check_before_load(path, every_byte)
-        if writer is not None:
-            with _shard_lock(path) as locked:
-                if not locked:
-                    raise in_use(path)
-                set_merge_cap(path, writer.points, writer.segment_points)
+        problem, opened = _check_before_load(path, every_byte, writer)
         if not every_byte:  # every byte was just read, and is cached
             read_ahead(path)  # the engine would read the int8 bytes a page at a time (its doc)
         try:
@@ -377,8 +372,11 @@ class EdgeStore:
             remove_seal(path)
 
 
-def _check_before_load(path: Path, every_byte: bool) -> tuple[str | None, dict[str, Summed] | None]:
-    """Compare the shard with its seal (under its lock), or probe an unsealed one in a child.
+def _check_before_load(
+    path: Path, every_byte: bool, writer: WriterSize | None = None
+) -> tuple[str | None, dict[str, Summed] | None]:
+    """Compare the shard with its seal (under its lock), or probe an unsealed one in a child;
+    for a `writer`, write the merge limit its size calls for under the same lock.
 
     Raises `IndexCorruptError` for damage the engine must not load; returns the description of
     changed bulk data it may load (the point checks then find what it did), else None, and the
@@ -402,6 +400,8 @@ def _check_before_load(path: Path, every_byte: bool) -> tuple[str | None, dict[s
                 raise corrupt(path.parent, changed.describe())
             else:
                 problem = changed.describe()  # the seal stays: a crash now leaves it telling
+        if writer is not None:  # read at load, and left out of the seal (`merge_cap`)
+            set_merge_cap(path, writer.points, writer.segment_points)
     if (recorded is None or disk_low(path)) and path.is_dir() and (path / WAL_DIR).is_dir():
         died = probe_load(path)
         if died is not None:

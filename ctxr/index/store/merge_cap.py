@@ -41,8 +41,7 @@ def merge_cap_kb(points: int, segment_points: int, dim: int) -> int:
     of `segment_points`: a quarter of the index, never under `FLOOR_KB`, and never above the
     quarter of a segment the shard was created with (`edge.segment_optimizers`), which keeps
     the segments a run closes apart."""
-    created = _quarter_kb(segment_points, dim)
-    return min(created, max(FLOOR_KB, _quarter_kb(min(points, segment_points), dim)))
+    return min(_quarter_kb(segment_points, dim), max(FLOOR_KB, _quarter_kb(points, dim)))
 
 
 def _quarter_kb(points: int, dim: int) -> int:
@@ -53,6 +52,8 @@ def set_merge_cap(shard: Path, points: int, segment_points: int) -> int | None:
     """Write the merge limit for `points` into the shard's config before it is loaded; the
     limit written, or None where there is none to set (a shard made without one: a single
     segment, `CTXR_SEGMENT_POINTS=0`), it is already that, or the file could not be written."""
+    if segment_points <= 0:
+        return None  # runs close no segments: there is no segment size to keep apart
     path = shard / CONFIG_NAME
     try:
         config: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))

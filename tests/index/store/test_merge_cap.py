@@ -58,13 +58,19 @@ def test_a_shard_without_a_limit_or_a_readable_config_is_left_to_the_engine(
     one_segment = tmp_path / "one"
     EdgeStore.create(one_segment, DIM).close()  # CTXR_SEGMENT_POINTS=0: the engine's own
     before = (one_segment / CONFIG_NAME).read_text(encoding="utf-8")
-    assert set_merge_cap(one_segment, 10, 0) is None
+    assert set_merge_cap(one_segment, 10, 1_000) is None
     assert (one_segment / CONFIG_NAME).read_text(encoding="utf-8") == before
     garbled = tmp_path / "garbled"
     garbled.mkdir()
     (garbled / CONFIG_NAME).write_text('{"optimizers": ', encoding="utf-8")
     assert set_merge_cap(garbled, 10, 1_000) is None  # no traceback: the load will say it
     assert set_merge_cap(tmp_path / "absent", 10, 1_000) is None
+    # A shard made with segments, written now with CTXR_SEGMENT_POINTS=0: its limit stays.
+    segmented = tmp_path / "segmented"
+    EdgeStore.create(segmented, DIM, segment_points=100_000_000).close()
+    before = (segmented / CONFIG_NAME).read_text(encoding="utf-8")
+    assert set_merge_cap(segmented, 10, 0) is None
+    assert (segmented / CONFIG_NAME).read_text(encoding="utf-8") == before
 
 
 def test_a_limit_the_disk_will_not_take_is_skipped_not_raised(tmp_path: Path) -> None:
