@@ -25,6 +25,17 @@ CTXR_CODE = "import sys; from ctxr.cli import main; sys.argv[0] = 'ctxr'; main()
 CTXR: tuple[str, ...] = (sys.executable, "-c", CTXR_CODE)
 
 
+#: Settings and keys a benchmark of the defaults must not inherit from the shell.
+NOT_INHERITED = ("CTXR_", "ANTHROPIC_", "OPENAI_")
+
+
+def forget_settings() -> None:
+    """Drop `NOT_INHERITED` variables from this process and so its children: the defaults are
+    measured, and no key turns outline contexts into paid calls."""
+    for name in [n for n in os.environ if n.startswith(NOT_INHERITED)]:
+        del os.environ[name]
+
+
 def child_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """This environment with `extra`, and the repository root first on ``PYTHONPATH``."""
     env = {**os.environ, **(extra or {})}

@@ -27,6 +27,7 @@ from ctxr.pipeline.build import build_index
 CORPUS = "corpus"  # the path indexed, relative to the work directory: sources read corpus/...
 INDEX = "index"
 POOL = "pool.npy"
+STATE = "state.json"  # a kept run's corpus, seed, build report and update rounds
 _BUILD = "import sys; from bench.common.pool_build import build_child; build_child(*sys.argv[1:])"
 
 

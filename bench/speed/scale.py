@@ -72,7 +72,6 @@ import argparse
 import asyncio
 import itertools
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -87,7 +86,7 @@ from typing import Any, get_args
 import httpx
 
 from bench.common import markdown_corpus
-from bench.common.checkout import CTXR, child_env
+from bench.common.checkout import CTXR, child_env, forget_settings
 from bench.common.measure import (
     Span,
     Timing,
@@ -101,18 +100,16 @@ from bench.common.measure import (
 )
 from bench.common.measure import parser as cli
 from bench.common.memory_cap import MemoryCap
-from bench.common.pool_build import CORPUS, INDEX, POOL, run_build
+from bench.common.pool_build import CORPUS, INDEX, POOL, STATE, run_build
 from bench.common.pool_embedder import embed_pool
 from bench.common.synthetic import make_queries
 from ctxr.config import Quantization, StoreSettings
 from ctxr.index.embed.onnx import OnnxEmbedder
 
-STATE = "state.json"
 FILTER_PART = 3
 K = 10
 START_SECONDS = 600.0  # opening a large index on a loaded machine
 STOP_SECONDS = 900.0  # a clean close seals the shard: sizes and checksums of its files
-_NOT_INHERITED = ("CTXR_", "ANTHROPIC_", "OPENAI_")
 _SERVER_TIMING = re.compile(r"search;dur=([0-9.]+)")
 
 
@@ -290,8 +287,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("need --chunks >= 10, --clients >= 1 and --requests >= 1")
     if not 1 <= args.queries <= 4096 or not 0 < args.update_share <= 1:
         parser.error("need 1 <= --queries <= 4096 (the query cache) and 0 < --update-share <= 1")
-    for name in [n for n in os.environ if n.startswith(_NOT_INHERITED)]:
-        del os.environ[name]
+    forget_settings()
     work = args.keep.resolve() if args.keep else Path(tempfile.mkdtemp(prefix="ctxr-scale-"))
     try:
         return run(args, work, clients)

@@ -30,19 +30,16 @@ Usage::
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from bench.common import markdown_corpus
+from bench.common.checkout import forget_settings
 from bench.common.measure import disk_bytes, load_line, machine, say
 from bench.common.measure import parser as cli
-from bench.common.pool_build import CORPUS, INDEX, run_build
+from bench.common.pool_build import CORPUS, INDEX, STATE, run_build
 from ctxr.index.store.edge import SHARD_DIR
-
-NOT_INHERITED = ("CTXR_", "ANTHROPIC_", "OPENAI_")
-STATE = "state.json"  # what `bench.speed.scale --keep` writes: the corpus, its build, the rounds
 
 
 def segments_mib(work: Path) -> list[float]:
@@ -81,8 +78,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         if Path(where) not in envs or not name.startswith("CTXR_"):
             parser.error(f"--env {item}: say DIR:CTXR_NAME=VALUE for one of the --work dirs")
         envs[Path(where)][name] = value
-    for name in [n for n in os.environ if n.startswith(NOT_INHERITED)]:
-        del os.environ[name]  # the defaults are measured, and no key turns contexts into calls
+    forget_settings()
     for work in args.work:
         if not (work / STATE).exists():
             parser.error(f"{work} holds no kept run; build one with bench.speed.scale --keep")
