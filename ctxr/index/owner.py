@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from ctxr.atomic_write import write_atomically
 from ctxr.errors import IndexInUseError
 from ctxr.index.store.edge import SHARD_DIR, EdgeStore
 
@@ -47,16 +48,7 @@ class Owner:
 
 def announce(index_dir: Path, owner: Owner) -> None:
     """Write the owner file atomically, mode 0600: its token is as private as the index."""
-    path = index_dir / OWNER_NAME
-    tmp = path.with_name(f".{OWNER_NAME}.{owner.pid}.tmp")
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(asdict(owner), handle, indent=1)
-        os.replace(tmp, path)
-    except OSError:
-        tmp.unlink(missing_ok=True)  # a full disk leaves no half-written file behind
-        raise
+    write_atomically(index_dir / OWNER_NAME, json.dumps(asdict(owner), indent=1), mode=0o600)
 
 
 def withdraw(index_dir: Path, owner: Owner) -> None:

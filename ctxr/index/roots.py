@@ -16,6 +16,8 @@ import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from ctxr.atomic_write import write_atomically
+
 ROOTS_NAME = "roots.json"
 
 
@@ -38,10 +40,8 @@ def record_roots(index_dir: Path, paths: Iterable[str | Path], *, fresh: bool = 
     """Add `paths` to the index's recorded roots (`fresh`: replace them), atomically."""
     known = [] if fresh else recorded_roots(index_dir)
     roots = sorted({*known, *(resolved(p) for p in paths)})
-    path = Path(index_dir) / ROOTS_NAME
-    tmp = path.with_name(f".{ROOTS_NAME}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps({"roots": roots}, indent=1, ensure_ascii=False), encoding="utf-8")
-    os.replace(tmp, path)
+    body = json.dumps({"roots": roots}, indent=1, ensure_ascii=False)
+    write_atomically(Path(index_dir) / ROOTS_NAME, body)
 
 
 def inside(path: str | Path, roots: Sequence[str]) -> bool:

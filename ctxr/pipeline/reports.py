@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ctxr.atomic_write import write_atomically
 from ctxr.pipeline.report import IndexReport
 
 REPORTS_DIR = "reports"
@@ -33,14 +33,10 @@ def save_report(report: IndexReport, when: datetime | None = None) -> Path | Non
     folder = Path(report.index_dir) / REPORTS_DIR
     target = folder / f"{_PREFIX}{moment.strftime('%Y%m%dT%H%M%S%fZ')}.json"
     body = {"finished_at": moment.isoformat(timespec="seconds"), **report.to_json()}
-    tmp = target.with_name(target.name + ".tmp")
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(json.dumps(body, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-        os.replace(tmp, target)
+        write_atomically(target, json.dumps(body, indent=1, ensure_ascii=False) + "\n")
     except OSError:
-        with contextlib.suppress(OSError):
-            tmp.unlink(missing_ok=True)
         return None
     for old in _files(folder)[:-KEEP]:
         with contextlib.suppress(OSError):

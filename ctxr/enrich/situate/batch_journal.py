@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ctxr.atomic_write import write_atomically
 from ctxr.llm.base import Completion, Usage
 from ctxr.llm.batch import BatchOutcome, BatchRequestError
 
@@ -118,10 +119,9 @@ class BatchJournal:
         if self.directory is None:
             return
         self.directory.mkdir(parents=True, exist_ok=True)
-        target = self._path(batch.batch_id)
-        tmp = target.with_name(target.name + ".tmp")
-        tmp.write_text(json.dumps(batch.to_json(), ensure_ascii=False) + "\n", "utf-8")
-        os.replace(tmp, target)
+        write_atomically(
+            self._path(batch.batch_id), json.dumps(batch.to_json(), ensure_ascii=False) + "\n"
+        )
 
     def forget(self, batch_id: str) -> None:
         if self.directory is not None:

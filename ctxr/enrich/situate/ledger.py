@@ -10,16 +10,15 @@ ledger as JSON in a `finally`, so a run that is interrupted still leaves its acc
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
-import os
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from ctxr.atomic_write import write_atomically
 from ctxr.disk import refusal, storage_error
 from ctxr.llm.base import Usage
 
@@ -317,16 +316,14 @@ class Ledger:
         target = Path(path) if path is not None else self.path
         if target is None:
             return None
-        tmp = target.with_name(target.name + ".tmp")
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
-            tmp.write_text(json.dumps(self.to_json(), indent=2, ensure_ascii=False) + "\n")
-            os.replace(tmp, target)
+            write_atomically(
+                target, json.dumps(self.to_json(), indent=2, ensure_ascii=False) + "\n"
+            )
         except OSError as exc:
             # A disk that refuses the ledger is named as such; the old ledger stands and the
             # answers are in the response cache already, so nothing paid for is lost.
-            with contextlib.suppress(OSError):
-                tmp.unlink(missing_ok=True)
             kind = refusal(exc)
             if kind is None:
                 raise

@@ -20,12 +20,11 @@ in the shard's `edge_config.json`, which the engine reads at load and the seal l
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 from pathlib import Path
 from typing import Any
 
+from ctxr.atomic_write import write_atomically
 from ctxr.index.store.base import DENSE_VECTOR
 
 CONFIG_NAME = "edge_config.json"
@@ -67,14 +66,10 @@ def set_merge_cap(shard: Path, points: int, segment_points: int) -> int | None:
     if optimizers["max_segment_size"] == cap:
         return None
     optimizers["max_segment_size"] = cap
-    tmp = path.with_name(f".{CONFIG_NAME}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(json.dumps(config, separators=(",", ":")), encoding="utf-8")
-        os.replace(tmp, path)  # whole or not at all: the engine reads it at every load
+    try:  # whole or not at all: the engine reads it at every load
+        write_atomically(path, json.dumps(config, separators=(",", ":")))
     except OSError:
         # A full or read-only disk: the limit only saves time, and the run's own writes will
         # say what the disk refused, by name (`ctxr.disk`).
-        with contextlib.suppress(OSError):
-            tmp.unlink(missing_ok=True)
         return None
     return cap

@@ -55,6 +55,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from ctxr.atomic_write import write_atomically
 from ctxr.file_stamp import Stamp, stamp_file
 
 SEAL_NAME = "ctxr-seal.json"
@@ -189,13 +190,7 @@ def write_seal(shard: Path, known: Mapping[str, Summed] | None = None) -> None:
         "sealed_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "files": files,
     }
-    path = seal_path(shard)
-    tmp = path.with_name(f".{SEAL_NAME}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(json.dumps(body, separators=(",", ":")), encoding="utf-8")
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    write_atomically(seal_path(shard), json.dumps(body, separators=(",", ":")))
 
 
 def remove_seal(shard: Path) -> None:

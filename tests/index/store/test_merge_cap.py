@@ -6,6 +6,7 @@ import json
 import os
 from pathlib import Path
 
+from ctxr.atomic_write import temporary_beside
 from ctxr.index.store.edge import EdgeStore, WriterSize
 from ctxr.index.store.merge_cap import CONFIG_NAME, FLOOR_KB, merge_cap_kb, set_merge_cap
 from ctxr.index.store.seal import read_seal
@@ -79,6 +80,6 @@ def test_a_limit_the_disk_will_not_take_is_skipped_not_raised(tmp_path: Path) ->
     before = (shard / CONFIG_NAME).read_text(encoding="utf-8")
     # Where the new config would be written first is taken (a directory): the write fails as
     # on a full disk, and the config is left whole.
-    (shard / f".{CONFIG_NAME}.{os.getpid()}.tmp").mkdir()
+    temporary_beside(shard / CONFIG_NAME).mkdir()
     assert set_merge_cap(shard, 10, 100_000_000) is None
     assert (shard / CONFIG_NAME).read_text(encoding="utf-8") == before
