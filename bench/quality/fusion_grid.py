@@ -69,6 +69,11 @@ class Variant:
     # Title and path as a field: each fused chunk gains `title` x the share of the query's BM25
     # terms found in its document's title and source path; 0 is the search as it is.
     title: float = 0.0
+    # BM25's coverage: a query whose best BM25 chunk holds less than `cover` of the query's
+    # distinct terms gives BM25 (chunks and documents) `cover_scale` of its weight (a partial
+    # match is weak evidence); 0 is the search as it is.
+    cover: float = 0.0
+    cover_scale: float = 1.0
 
     def name(self) -> str:
         tail = f" long>{self.long}x{self.long_scale:g}" if self.long_scale != 1.0 else ""
@@ -76,11 +81,13 @@ class Variant:
         tail += f" cand {self.window}" if self.window != 50 else ""
         tail += f" support {self.support:g}" if self.support else ""
         tail += f" title {self.title:g}" if self.title else ""
+        tail += f" cover<{self.cover:g}x{self.cover_scale:g}" if self.cover else ""
         return f"bm25 {self.bm25:g} doc {self.doc:g}{tail}"
 
-    def weights(self, query: str) -> dict[str, float]:
+    def weights(self, query: str, coverage: float = 1.0) -> dict[str, float]:
         scale = self.long_scale if len(WORD.findall(query)) > self.long else 1.0
         scale *= self.ident_scale if IDENTIFIER.search(query) else 1.0
+        scale *= self.cover_scale if coverage < self.cover else 1.0
         return {"dense": 1.0, "bm25": self.bm25 * scale, DOCUMENT_RANKING: self.doc * scale}
 
 
@@ -172,8 +179,9 @@ def per_query(
     mapper = judged_ranks(dataset, "beir" if kind == "beir" else "anthropic-codebase", "ours", {})
     scores = []
     for i, (query, ranked) in enumerate(zip(dataset.queries, rankings, strict=True)):
+        coverage = _coverage(terms(query.text), ranked.get("bm25", []), terms)
         # Only the rankings the query has (the code set has no document ranking).
-        weights = {n: w for n, w in variant.weights(query.text).items() if n in ranked}
+        weights = {n: w for n, w in variant.weights(query.text, coverage).items() if n in ranked}
         memo = (dataset.name, i, tuple(sorted(weights.items())), variant.window, variant.support,
                 variant.title)  # fmt: skip
         if memo in _MEMO:
@@ -199,6 +207,18 @@ def per_query(
         scores.append(metric(metrics.score_ranks(found, query.qrels, ks)))
         _MEMO[memo] = scores[-1]
     return scores
+
+
+def _coverage(
+    asked: frozenset[str], bm25: Sequence[ScoredRecord], terms: Callable[[str], frozenset[str]]
+) -> float:
+    """The share of the query's distinct terms that its best BM25 chunk holds (1 when there
+    is no query term or no BM25 hit: nothing to scale)."""
+    if not asked or not bm25:
+        return 1.0
+    payload = bm25[0].payload
+    text = f"{payload.get('context') or ''} {payload.get('prefix') or ''} {payload['text']}"
+    return len(asked & terms(text)) / len(asked)
 
 
 _MEMO: dict[tuple[object, ...], float] = {}
