@@ -209,6 +209,52 @@ def per_query(
     return scores
 
 
+def _margin(scores: Sequence[float]) -> float:
+    """How far a ranking's top score stands above its candidates' mean, in standard
+    deviations (0 for fewer than two)."""
+    if len(scores) < 2:
+        return 0.0
+    return (scores[0] - statistics.fmean(scores)) / (statistics.pstdev(scores) or 1.0)
+
+
+def _agreement(ranked: Rankings) -> float:
+    """The share of the dense top 10's documents in BM25's top 10."""
+    dense = {r.payload["doc_id"] for r in ranked.get("dense", [])[:10]}
+    bm25 = {r.payload["doc_id"] for r in ranked.get("bm25", [])[:10]}
+    return len(dense & bm25) / 10
+
+
+# What a search sees of a query before it fuses: its candidates' scores, and their words.
+FEATURES: dict[str, Callable[[str, Rankings, Callable[[str], frozenset[str]]], float]] = {
+    "dense top score": lambda q, r, t: r["dense"][0].score if r.get("dense") else 0.0,
+    "dense margin": lambda q, r, t: _margin([x.score for x in r.get("dense", [])[:50]]),
+    "BM25 margin": lambda q, r, t: _margin([x.score for x in r.get("bm25", [])[:50]]),
+    "top-10 agreement": lambda q, r, t: _agreement(r),
+    "BM25 coverage": lambda q, r, t: _coverage(t(q), r.get("bm25", []), t),
+    "query terms": lambda q, r, t: float(len(t(q))),
+}
+
+
+def fifths(
+    rankings: Sequence[Rankings], scores: Sequence[float], base: Sequence[float],
+    dataset: EvalDataset, terms: Callable[[str], frozenset[str]],
+) -> list[str]:  # fmt: skip
+    """Per feature, the queries sorted by it and cut in fifths: each fifth's share of the
+    mean gain of `scores` over `base` (the five sum to the whole gain)."""
+    lines = []
+    n = len(scores)
+    for name, feature in FEATURES.items():
+        values = [feature(q.text, r, terms) for q, r in zip(dataset.queries, rankings, strict=True)]
+        order = sorted(range(n), key=lambda i: values[i])
+        parts = []
+        for f in range(5):
+            part = order[f * n // 5 : (f + 1) * n // 5]
+            gain = sum(scores[i] - base[i] for i in part) / n
+            parts.append(f"{values[part[0]]:.2f}-{values[part[-1]]:.2f}: {gain:+.4f}")
+        lines.append(f"  {name}: " + " | ".join(parts))
+    return lines
+
+
 def _coverage(
     asked: frozenset[str], bm25: Sequence[ScoredRecord], terms: Callable[[str], frozenset[str]]
 ) -> float:
@@ -257,6 +303,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--folds", type=int, default=0, help="cross-validate over N folds")
     parser.add_argument("--work", type=Path, default=Path("/tmp/q-evalidx/rankings"))
     parser.add_argument("--json", type=Path, help="write every variant's per-query scores here")
+    parser.add_argument(
+        "--fifths",
+        action="store_true",
+        help="each variant's gain over the default in each fifth of the queries, sorted by "
+        "features a search could see (`FEATURES`)",
+    )
     args = parser.parse_args(argv)
     kind = args.set
     dataset = load_dataset(
@@ -308,6 +360,12 @@ def main(argv: Sequence[str] | None = None) -> None:
             held += [s for i, s in enumerate(table[pick]) if i in test]
         print(f"{args.folds}-fold picks: {picks}; held out {statistics.fmean(held):.4f} "
               f"(default {base:.4f})")  # fmt: skip
+    if args.fifths:
+        for v in table:
+            if v != Variant():
+                say(f"fifths of the queries by each feature, {v.name()} against the default:")
+                for line in fifths(rankings, table[v], table[Variant()], dataset, terms):
+                    say(line)
     if args.json:
         args.json.write_text(json.dumps({v.name(): s for v, s in table.items()}))
     say(load_line("at end"))
