@@ -74,6 +74,10 @@ class Variant:
     # match is weak evidence); 0 is the search as it is.
     cover: float = 0.0
     cover_scale: float = 1.0
+    # The dense retriever's confidence: a query whose best dense score is `sure` or more gives
+    # BM25 (chunks and documents) `sure_scale` of its weight; 0 is the search as it is.
+    sure: float = 0.0
+    sure_scale: float = 1.0
 
     def name(self) -> str:
         tail = f" long>{self.long}x{self.long_scale:g}" if self.long_scale != 1.0 else ""
@@ -82,12 +86,16 @@ class Variant:
         tail += f" support {self.support:g}" if self.support else ""
         tail += f" title {self.title:g}" if self.title else ""
         tail += f" cover<{self.cover:g}x{self.cover_scale:g}" if self.cover else ""
+        tail += f" dense>={self.sure:g}x{self.sure_scale:g}" if self.sure else ""
         return f"bm25 {self.bm25:g} doc {self.doc:g}{tail}"
 
-    def weights(self, query: str, coverage: float = 1.0) -> dict[str, float]:
+    def weights(
+        self, query: str, coverage: float = 1.0, dense_top: float = 0.0
+    ) -> dict[str, float]:
         scale = self.long_scale if len(WORD.findall(query)) > self.long else 1.0
         scale *= self.ident_scale if IDENTIFIER.search(query) else 1.0
         scale *= self.cover_scale if coverage < self.cover else 1.0
+        scale *= self.sure_scale if self.sure and dense_top >= self.sure else 1.0
         return {"dense": 1.0, "bm25": self.bm25 * scale, DOCUMENT_RANKING: self.doc * scale}
 
 
@@ -181,7 +189,14 @@ def per_query(
     for i, (query, ranked) in enumerate(zip(dataset.queries, rankings, strict=True)):
         coverage = _coverage(terms(query.text), ranked.get("bm25", []), terms)
         # Only the rankings the query has (the code set has no document ranking).
-        weights = {n: w for n, w in variant.weights(query.text, coverage).items() if n in ranked}
+        # The best dense score among documents the query may find (ArguAna's queries are
+        # corpus documents themselves, found first and ignored: as if the corpus lacked them).
+        dense_top = next(
+            (r.score for r in ranked.get("dense", []) if r.payload["doc_id"] not in query.ignore),
+            0.0,
+        )
+        weights = variant.weights(query.text, coverage, dense_top)
+        weights = {n: w for n, w in weights.items() if n in ranked}
         memo = (dataset.name, i, tuple(sorted(weights.items())), variant.window, variant.support,
                 variant.title)  # fmt: skip
         if memo in _MEMO:
