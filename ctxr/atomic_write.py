@@ -9,12 +9,15 @@ disk, a read-only one) the temporary file is removed and the error raised: the t
 was, and each caller decides what the refusal means for it (`ctxr.disk` names it).
 
 The temporary name starts with a dot and ends in `.tmp`, so a reader that lists a folder for
-its `*.json` files never takes it for one of them.
+its `*.json` files never takes it for one of them. A process killed while it wrote leaves its
+temporary behind (a manifest's can be tens of MB); the next write of the same file removes the
+temporaries of processes that no longer run.
 """
 
 from __future__ import annotations
 
 import contextlib
+import glob
 import os
 import threading
 from pathlib import Path
@@ -40,3 +43,28 @@ def write_atomically(path: Path, data: str | bytes, *, mode: int = 0o666) -> Non
         with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)
         raise
+    _remove_abandoned(path)
+
+
+def _remove_abandoned(path: Path) -> None:
+    """Remove the temporaries of `path` left by processes that no longer run (killed while they
+    wrote). Another live process's, and this one's other threads', may be in flight: kept."""
+    try:
+        leftovers = list(path.parent.glob(f".{glob.escape(path.name)}.*.*.tmp"))
+    except OSError:
+        return
+    for leftover in leftovers:
+        pid = leftover.name[len(path.name) + 2 :].split(".", 1)[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not _running(int(pid)):
+            with contextlib.suppress(OSError):
+                leftover.unlink()
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)  # signal 0: only asks whether the process exists
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # it exists, under another user
+    return True

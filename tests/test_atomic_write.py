@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -63,3 +65,19 @@ def test_writers_in_threads_never_share_a_temporary(tmp_path: Path) -> None:
     # Whichever wrote last, the file is one writer's body whole, never a mix.
     assert target.read_text(encoding="utf-8") in bodies
     assert os.listdir(tmp_path) == ["seal.json"]
+
+
+def test_a_killed_writers_temporary_is_removed_by_the_next_write(tmp_path: Path) -> None:
+    target = tmp_path / "manifest.json"
+    finished = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                              capture_output=True, text=True, check=True)  # fmt: skip
+    dead = int(finished.stdout)
+    abandoned = tmp_path / f".manifest.json.{dead}.1.tmp"
+    abandoned.write_text("half a manifest", encoding="utf-8")
+    in_flight = tmp_path / f".manifest.json.{os.getpid()}.999.tmp"  # this process, another thread
+    in_flight.write_text("being written", encoding="utf-8")
+    other_file = tmp_path / f".roots.json.{dead}.1.tmp"  # another file's: not this write's
+    other_file.write_text("x", encoding="utf-8")
+    write_atomically(target, "{}")
+    assert not abandoned.exists()
+    assert in_flight.exists() and other_file.exists()
