@@ -1,5 +1,6 @@
 """Fusion constants across judged sets: the weights DBSF gives BM25 and the whole-document
-ranking, fixed or chosen from the query's shape, scored without re-embedding anything.
+ranking, fixed or chosen from the query's shape or its rankings, scored without re-embedding
+anything.
 
 Each query's rankings are retrieved once from an index `ctxr eval` built (dense, chunk BM25
 and, on prose, the whole-document BM25, at the eval's depth) and kept in ``--work``; every
@@ -36,7 +37,7 @@ from bench.common.measure import load_line, say
 from bench.common.measure import parser as cli
 from ctxr.config import load_settings
 from ctxr.eval import metrics
-from ctxr.eval.datasets import EvalDataset
+from ctxr.eval.datasets import EvalDataset, EvalQuery
 from ctxr.eval.judging import document_ranks, judged_ranks
 from ctxr.eval.runner import eval_cache_dir, load_dataset
 from ctxr.index import components
@@ -189,13 +190,7 @@ def per_query(
     for i, (query, ranked) in enumerate(zip(dataset.queries, rankings, strict=True)):
         coverage = _coverage(terms(query.text), ranked.get("bm25", []), terms)
         # Only the rankings the query has (the code set has no document ranking).
-        # The best dense score among documents the query may find (ArguAna's queries are
-        # corpus documents themselves, found first and ignored: as if the corpus lacked them).
-        dense_top = next(
-            (r.score for r in ranked.get("dense", []) if r.payload["doc_id"] not in query.ignore),
-            0.0,
-        )
-        weights = variant.weights(query.text, coverage, dense_top)
+        weights = variant.weights(query.text, coverage, _dense_top(query, ranked))
         weights = {n: w for n, w in weights.items() if n in ranked}
         memo = (dataset.name, i, tuple(sorted(weights.items())), variant.window, variant.support,
                 variant.title)  # fmt: skip
@@ -224,6 +219,13 @@ def per_query(
     return scores
 
 
+def _dense_top(query: EvalQuery, ranked: Rankings) -> float:
+    """The best dense score among the documents the query may find (ArguAna's queries are
+    corpus documents themselves, found first and ignored: as if the corpus lacked them)."""
+    dense = ranked.get("dense", [])
+    return next((r.score for r in dense if r.payload["doc_id"] not in query.ignore), 0.0)
+
+
 def _margin(scores: Sequence[float]) -> float:
     """How far a ranking's top score stands above its candidates' mean, in standard
     deviations (0 for fewer than two)."""
@@ -240,13 +242,13 @@ def _agreement(ranked: Rankings) -> float:
 
 
 # What a search sees of a query before it fuses: its candidates' scores, and their words.
-FEATURES: dict[str, Callable[[str, Rankings, Callable[[str], frozenset[str]]], float]] = {
-    "dense top score": lambda q, r, t: r["dense"][0].score if r.get("dense") else 0.0,
+FEATURES: dict[str, Callable[[EvalQuery, Rankings, Callable[[str], frozenset[str]]], float]] = {
+    "dense top score": lambda q, r, t: _dense_top(q, r),
     "dense margin": lambda q, r, t: _margin([x.score for x in r.get("dense", [])[:50]]),
     "BM25 margin": lambda q, r, t: _margin([x.score for x in r.get("bm25", [])[:50]]),
     "top-10 agreement": lambda q, r, t: _agreement(r),
-    "BM25 coverage": lambda q, r, t: _coverage(t(q), r.get("bm25", []), t),
-    "query terms": lambda q, r, t: float(len(t(q))),
+    "BM25 coverage": lambda q, r, t: _coverage(t(q.text), r.get("bm25", []), t),
+    "query terms": lambda q, r, t: float(len(t(q.text))),
 }
 
 
@@ -259,7 +261,7 @@ def fifths(
     lines = []
     n = len(scores)
     for name, feature in FEATURES.items():
-        values = [feature(q.text, r, terms) for q, r in zip(dataset.queries, rankings, strict=True)]
+        values = [feature(q, r, terms) for q, r in zip(dataset.queries, rankings, strict=True)]
         order = sorted(range(n), key=lambda i: values[i])
         parts = []
         for f in range(5):
