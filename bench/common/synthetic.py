@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from ctxr.index.bm25.weights import SparseTerms
+from ctxr.index.bm25.weights import Bm25Params, SparseTerms, document_vector
 from ctxr.index.manifest import DocumentEntry
 from ctxr.index.store.base import StoredPoint
 from ctxr.types import chunk_id_for
@@ -167,6 +167,27 @@ def stored_point(chunk: int, text: str, dense: Sequence[float], sparse: SparseTe
             "context_kind": "none",
         },
     )
+
+
+def stored_points(
+    texts: Sequence[str],
+    terms: Sequence[Sequence[str]],
+    dense: npt.NDArray[np.float32],
+    start: int,
+    avg_len: float,
+    params: Bm25Params,
+) -> list[StoredPoint]:
+    """Chunks `start` to `start + len(dense)` as stored points: row i of `dense` is chunk
+    `start + i`'s vector, its BM25 vector weighted from its `terms` as ctxr's writer does."""
+    return [
+        stored_point(
+            start + i,
+            texts[start + i],
+            row.tolist(),
+            document_vector(terms[start + i], avg_len, params),
+        )
+        for i, row in enumerate(dense)
+    ]
 
 
 def document_entries(

@@ -65,12 +65,11 @@ from bench.common.synthetic import (
     document_entries,
     make_corpus,
     make_queries,
-    stored_point,
+    stored_points,
     synthetic_dense,
 )
 from ctxr.config import load_settings
 from ctxr.index import components
-from ctxr.index.bm25.weights import document_vector
 from ctxr.index.embed.base import FloatMatrix
 from ctxr.index.embed.onnx import DIM, MODEL_NAME, OnnxEmbedder
 from ctxr.index.manifest import Manifest
@@ -135,17 +134,8 @@ def ctxr_build(data: Shared, index_dir: Path) -> float:
         store = EdgeStore.create(store_factory.shard_path(index_dir), DIM, settings.store.hnsw_ef)
         try:
             for start in range(0, len(data.texts), 1000):
-                store.upsert(
-                    [
-                        stored_point(
-                            i,
-                            data.texts[i],
-                            data.dense[i].tolist(),
-                            document_vector(data.terms[i], avg, params),
-                        )
-                        for i in range(start, min(start + 1000, len(data.texts)))
-                    ]
-                )
+                rows = data.dense[start : start + 1000]
+                store.upsert(stored_points(data.texts, data.terms, rows, start, avg, params))
             store.flush()
         finally:
             store.close()

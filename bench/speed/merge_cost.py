@@ -38,7 +38,7 @@ from bench.common import synthetic
 from bench.common.measure import load_line, say
 from bench.common.measure import parser as cli
 from ctxr.index.bm25.analyzer import Bm25Analyzer
-from ctxr.index.bm25.weights import document_vector
+from ctxr.index.bm25.weights import Bm25Params
 from ctxr.index.store.base import StoredPoint
 from ctxr.index.store.edge import EdgeStore
 
@@ -66,15 +66,9 @@ class Points:
 
     def _batch(self, start: int, stop: int) -> list[StoredPoint]:
         dense = synthetic.synthetic_dense(self.pool, start, stop, seed=5)
-        return [
-            synthetic.stored_point(
-                i,
-                self.texts[i],
-                dense[i - start].tolist(),
-                document_vector(self.terms[i], self.avg_len),
-            )
-            for i in range(start, stop)
-        ]
+        return synthetic.stored_points(
+            self.texts, self.terms, dense, start, self.avg_len, Bm25Params()
+        )
 
 
 def optimized(store: EdgeStore) -> float:

@@ -53,13 +53,12 @@ from bench.common.synthetic import (
     document_entries,
     make_corpus,
     make_queries,
-    stored_point,
+    stored_points,
     synthetic_dense,
 )
 from ctxr.config import Settings, load_settings
 from ctxr.index import components
 from ctxr.index.bm25.analyzer import Bm25Analyzer
-from ctxr.index.bm25.weights import document_vector
 from ctxr.index.embed.onnx import OnnxEmbedder
 from ctxr.index.manifest import Manifest
 from ctxr.index.store import factory as store_factory
@@ -122,15 +121,7 @@ def build_index(
             stop = min(start + batch, len(corpus.texts))
             dense = synthetic_dense(pool, start, stop, seed)
             with Span() as span:
-                points = [
-                    stored_point(
-                        i,
-                        corpus.texts[i],
-                        dense[i - start].tolist(),
-                        document_vector(terms[i], stats.avg_terms, params),
-                    )
-                    for i in range(start, stop)
-                ]
+                points = stored_points(corpus.texts, terms, dense, start, stats.avg_terms, params)
             stats.weight_s += span.seconds
             with Span() as span:
                 store.upsert(points)
