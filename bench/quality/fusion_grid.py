@@ -188,7 +188,10 @@ def per_query(
     mapper = judged_ranks(dataset, "beir" if kind == "beir" else "anthropic-codebase", "ours", {})
     scores = []
     for i, (query, ranked) in enumerate(zip(dataset.queries, rankings, strict=True)):
-        coverage = _coverage(terms(query.text), ranked.get("bm25", []), terms)
+        # Analysing the best BM25 chunk only for the variants that read its coverage.
+        coverage = (
+            _coverage(terms(query.text), ranked.get("bm25", []), terms) if variant.cover else 1.0
+        )
         # Only the rankings the query has (the code set has no document ranking).
         weights = variant.weights(query.text, coverage, _dense_top(query, ranked))
         weights = {n: w for n, w in weights.items() if n in ranked}
