@@ -4,14 +4,15 @@ A client or a generator reading /openapi.json then knows which fields may be fil
 what each takes, and the server refuses exactly what the schema forbids: a text field takes
 a string or a non-empty list of strings; an integer field an integer, a non-empty list of them
 or a range (gt, gte, lt, lte); `meta.KEY` a string or integer, or a non-empty list of them;
-`source` a path, `DIR/`, or one of the globs `*.EXT`, `**/*.EXT`, `DIR/*.EXT`, `DIR/**/*.EXT`.
+`source` a path, `DIR/`, or one of the globs `*.EXT`, `**/*.EXT`, `DIR/*.EXT`, `DIR/**/*.EXT`;
+and any field `{"not": CONDITION}`, its own condition turned around.
 """
 
 from __future__ import annotations
 
 from typing import Any, Final
 
-from ctxr.index.filters import FIELDS, INTEGER, META_PREFIX, RANGE_OPERATORS
+from ctxr.index.filters import FIELDS, INTEGER, META_PREFIX, NOT, RANGE_OPERATORS
 
 _NO_GLOB = r"[^*?\[\]]*"
 _EXT = r"\*\.[^*?\[\]/.]+"
@@ -26,6 +27,13 @@ def _one_or_more(item: dict[str, Any]) -> list[dict[str, Any]]:
     return [item, {"type": "array", "items": item, "minItems": 1}]
 
 
+def _negatable(condition: dict[str, Any]) -> dict[str, Any]:
+    """A field's condition, or `{"not": condition}`."""
+    negated = {"type": "object", "properties": {NOT: condition}, "required": [NOT],
+               "additionalProperties": False}  # fmt: skip
+    return {"anyOf": [condition, negated]}
+
+
 def _condition(kind: str) -> dict[str, Any]:
     if kind != INTEGER:
         return {"anyOf": _one_or_more({"type": "string"})}
@@ -37,15 +45,17 @@ def _condition(kind: str) -> dict[str, Any]:
 FILTERS_SCHEMA: Final[dict[str, Any]] = {
     "type": "object",
     "properties": {
-        name: {"anyOf": _one_or_more({"type": "string", "pattern": _SOURCE})}
-        if name == "source"
-        else _condition(kind)
+        name: _negatable(
+            {"anyOf": _one_or_more({"type": "string", "pattern": _SOURCE})}
+            if name == "source"
+            else _condition(kind)
+        )
         for name, kind in FIELDS.items()
     },
     "patternProperties": {
-        "^" + META_PREFIX.replace(".", r"\.") + r"[A-Za-z_][A-Za-z0-9_-]*$": {
-            "anyOf": _one_or_more({"type": ["string", "integer"]})
-        }
+        "^" + META_PREFIX.replace(".", r"\.") + r"[A-Za-z_][A-Za-z0-9_-]*$": _negatable(
+            {"anyOf": _one_or_more({"type": ["string", "integer"]})}
+        )
     },
     "additionalProperties": False,
 }

@@ -34,7 +34,7 @@ from ctxr.errors import ConfigError
     multiple=True,
     metavar="KEY=VALUE",
     help="payload filter, repeatable: source=docs/, kind=markdown, token_count>=50, "
-    "meta.tags=api (front matter)",
+    "meta.tags=api (front matter), source!=tests/ (none of)",
 )
 @click.option("--merge", is_flag=True, help="merge adjacent hits of one document into passages")
 @click.option(

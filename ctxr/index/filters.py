@@ -5,7 +5,8 @@ A filter is a mapping from a payload field to a condition; all conditions must h
     {"source": "docs/",                      # under a directory (whole path components)
      "kind": ["markdown", "text"],            # any of a set
      "language": "python",                    # equality
-     "token_count": {"gte": 50, "lte": 400}}  # a range (gt, gte, lt, lte) on a number
+     "token_count": {"gte": 50, "lte": 400},  # a range (gt, gte, lt, lte) on a number
+     "doc_id": {"not": ["CHANGELOG.md"]}}     # none of: any field's condition, negated
 
 Fields (`FIELDS`): the keyword fields `doc_id`, `title`, `kind`, `language` (a code file's
 programming language), `natural_language` (a prose document's, detected: "en", "ja"; an index
@@ -14,6 +15,9 @@ written before it matches none until `--rebuild`), `doc_sha256`,
 strings; the integer fields `index`, `start`, `end` and `token_count` take an integer, a list of
 integers, or a range. `meta.KEY` matches a key of a Markdown file's YAML front matter
 (`meta.tags`: `"api"` or a list, any of them; every front matter value is kept as text).
+`{"not": CONDITION}` turns any field's condition around: a chunk passes when the condition
+does not hold for it (`{"source": {"not": "tests/"}}`, `{"token_count": {"not": {"lt": 20}}}`),
+including a chunk that lacks the field (a prose chunk passes `{"language": {"not": "python"}}`).
 An unknown field, operator or a value of the wrong type is a `ConfigError` naming the field.
 
 `source` takes a string or a list of strings (any of them); each is one of:
@@ -63,8 +67,9 @@ FIELDS: dict[str, str] = {
 }
 RANGE_OPERATORS = ("gt", "gte", "lt", "lte")
 _CLI_OPERATORS = re.compile(
-    r"^([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_-]*)?)\s*(>=|<=|>|<|=)(.*)$"
+    r"^([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_-]*)?)\s*(>=|<=|!=|>|<|=)(.*)$"
 )
+NOT = "not"
 # Front matter keys (`Document.meta`, written as the payload's `meta` object): `meta.tags`.
 META_PREFIX = "meta."
 _META_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
@@ -102,7 +107,14 @@ class AllOf:
     conditions: tuple[Condition, ...]
 
 
-Condition = Match | Range | AnyOf | AllOf
+@dataclass(frozen=True, slots=True)
+class Not:
+    """`condition` does not hold (a point without the field passes a negated match)."""
+
+    condition: Condition
+
+
+Condition = Match | Range | AnyOf | AllOf | Not
 PayloadFilter = AllOf
 
 
@@ -115,26 +127,48 @@ def parse_filters(spec: Mapping[str, Any] | None) -> PayloadFilter | None:
     conditions: list[Condition] = []
     for key, value in spec.items():
         if isinstance(key, str) and key.startswith(META_PREFIX):
-            conditions.append(_meta(key, value))
+            conditions.append(_negatable(key, value))
             continue
         if key not in FIELDS:
             raise ConfigError(
                 f"unknown filter field {key!r}; filterable fields: {', '.join(FIELDS)}, "
                 f"or {META_PREFIX}KEY for a Markdown front matter key"
             )
-        conditions.append(_source(value) if key == "source" else _field(key, value))
+        conditions.append(_negatable(key, value))
     return AllOf(tuple(conditions)) if conditions else None
 
 
+def _negatable(key: str, value: Any) -> Condition:
+    """`{"not": CONDITION}` is CONDITION turned around; anything else is the field's own."""
+    if isinstance(value, Mapping) and NOT in value:
+        if len(value) != 1:
+            raise ConfigError(
+                f"filter field {key!r}: 'not' stands alone, e.g. {{{NOT!r}: {{'lt': 20}}}} "
+                "for a range turned around"
+            )
+        inner = value[NOT]
+        if isinstance(inner, Mapping) and NOT in inner:
+            raise ConfigError(f"filter field {key!r}: 'not' of 'not'; give the condition itself")
+        return Not(_condition(key, inner))
+    return _condition(key, value)
+
+
+def _condition(key: str, value: Any) -> Condition:
+    if key.startswith(META_PREFIX):
+        return _meta(key, value)
+    return _source(value) if key == "source" else _field(key, value)
+
+
 def filters_from_cli(expressions: Sequence[str]) -> dict[str, Any]:
-    """`KEY=VALUE` (repeated: any of), `KEY>=N`, `KEY<=N`, `KEY>N`, `KEY<N` into a filter
-    mapping; integer fields' values are converted."""
+    """`KEY=VALUE` (repeated: any of), `KEY!=VALUE` (repeated: none of), `KEY>=N`, `KEY<=N`,
+    `KEY>N`, `KEY<N` into a filter mapping; integer fields' values are converted."""
     spec: dict[str, Any] = {}
     for expression in expressions:
         found = _CLI_OPERATORS.match(expression.strip())
         if not found:
             raise ConfigError(
-                f"cannot read filter {expression!r}; write KEY=VALUE or KEY>=N (also <=, >, <)"
+                f"cannot read filter {expression!r}; write KEY=VALUE, KEY!=VALUE or KEY>=N "
+                "(also <=, >, <)"
             )
         key, op, raw = found.group(1), found.group(2), found.group(3).strip()
         value: Any = raw
@@ -143,15 +177,20 @@ def filters_from_cli(expressions: Sequence[str]) -> dict[str, Any]:
                 value = float(raw) if op != "=" and "." in raw else int(raw)
             except ValueError:
                 raise ConfigError(f"filter field {key!r} takes a number, got {raw!r}") from None
-        if op == "=":
-            previous = spec.get(key)
+        previous = spec.get(key)
+        if op == "!=":
+            if previous is not None and not (isinstance(previous, dict) and NOT in previous):
+                raise ConfigError(f"filter field {key!r}: mix of != and = or a range")
+            held = None if previous is None else previous[NOT]
+            spec[key] = {NOT: value if held is None else [*_as_list(held), value]}
+        elif op == "=":
             if isinstance(previous, dict):
-                raise ConfigError(f"filter field {key!r}: mix of = and a range")
+                raise ConfigError(f"filter field {key!r}: mix of = and a range or !=")
             spec[key] = value if previous is None else [*_as_list(previous), value]
         else:
             bounds = spec.setdefault(key, {})
-            if not isinstance(bounds, dict):
-                raise ConfigError(f"filter field {key!r}: mix of = and a range")
+            if not isinstance(bounds, dict) or NOT in bounds:
+                raise ConfigError(f"filter field {key!r}: mix of a range and = or !=")
             bounds[_CLI_RANGE[op]] = value
     return spec
 
@@ -256,6 +295,8 @@ def is_document_level(spec: PayloadFilter | None) -> bool:
     def keys(c: Condition) -> list[str]:
         if isinstance(c, AllOf | AnyOf):
             return [k for x in c.conditions for k in keys(x)]
+        if isinstance(c, Not):
+            return keys(c.condition)
         return [c.key]
 
     if spec is None:

@@ -108,6 +108,13 @@ def test_search_body_says_exactly_one_of_query_or_queries_as_the_server_does(
         {"query": "lock", "filters": {"meta.two words": "x", "kind": "markdown"}},
         {"query": "lock", "filters": {"kind": {"gte": 1}}},
         {"query": "lock", "filters": {"start": {"above": 1}}},
+        {"query": "lock", "filters": {"doc_id": {"not": ["a.md", "b"]}, "meta.tags": {"not": 3}}},
+        {"query": "lock", "filters": {"source": {"not": "examples/docs/"}}},
+        {"query": "lock", "filters": {"token_count": {"not": {"lt": 20}}}},
+        {"query": "lock", "filters": {"token_count": {"not": 3, "gte": 1}}},
+        {"query": "lock", "filters": {"kind": {"not": {"not": "code"}}}},
+        {"query": "lock", "filters": {"kind": {"not": []}}},
+        {"query": "lock", "filters": {"source": {"not": "examples/*/faq.md"}}},
         {"query": "lock", "rerank": "cross-encoder"},  # no model on this server
     ]
     with TestClient(create_app(settings)) as client:

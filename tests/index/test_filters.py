@@ -20,6 +20,7 @@ from ctxr.index.filters import (
     AnyOf,
     Condition,
     Match,
+    Not,
     Range,
     filters_from_cli,
     parse_filters,
@@ -79,6 +80,25 @@ def test_source_forms(source: str, expected: Condition) -> None:
     assert parse_filters({"source": source}) == AllOf((expected,))
 
 
+def test_not_turns_any_condition_around() -> None:
+    parsed = parse_filters(
+        {
+            "doc_id": {"not": ["a.md", "b.md"]},
+            "source": {"not": "tests/"},
+            "token_count": {"not": {"lt": 20}},
+            "meta.tags": {"not": 3},
+        }
+    )
+    assert parsed == AllOf(
+        (
+            Not(Match("doc_id", ("a.md", "b.md"))),
+            Not(Match("source_dirs", ("tests",))),
+            Not(Range("token_count", lt=20.0)),
+            Not(Match("meta.tags", ("3",))),
+        )
+    )
+
+
 @pytest.mark.parametrize(
     ("spec", "named"),
     [
@@ -96,6 +116,13 @@ def test_source_forms(source: str, expected: Condition) -> None:
         ({"source": "docs/*.tar.gz"}, "'source'"),
         ({"source": 7}, "'source'"),
         ({"source": ""}, "'source'"),
+        ({"kind": {"not": []}}, "'kind'"),
+        ({"kind": {"not": "code", "lt": 3}}, "'kind'"),
+        ({"token_count": {"not": 3, "gte": 1}}, "'token_count'"),
+        ({"kind": {"not": {"not": "code"}}}, "'kind'"),
+        ({"index": {"not": "three"}}, "'index'"),
+        ({"source": {"not": "docs/a*b.md"}}, "'source'"),
+        ({"meta.tags": {"not": {"gte": 1}}}, "'meta.tags'"),
     ],
 )
 def test_bad_filters_name_the_key(spec: dict[str, Any], named: str) -> None:
@@ -111,6 +138,16 @@ def test_cli_expressions() -> None:
         filters_from_cli(["kind"])
     with pytest.raises(ConfigError, match="'index'"):
         filters_from_cli(["index=three"])
+
+
+def test_cli_not_equal_is_none_of() -> None:
+    spec = filters_from_cli(["doc_id!=a.md", "doc_id!=b.md", "index!=0", "kind=code"])
+    assert spec == {"doc_id": {"not": ["a.md", "b.md"]}, "index": {"not": 0}, "kind": "code"}
+    parse_filters(spec)  # valid as written
+    for mixed in (["kind=code", "kind!=text"], ["kind!=text", "kind=code"],
+                  ["index<3", "index!=1"], ["index!=1", "index<3"]):  # fmt: skip
+        with pytest.raises(ConfigError, match="mix of"):
+            filters_from_cli(mixed)
 
 
 # -- the same semantics on both backends, and as a plain Python reference ---------------------
@@ -156,6 +193,8 @@ def _admits(payload: Mapping[str, Any], c: Condition) -> bool:
         return all(_admits(payload, x) for x in c.conditions)
     if isinstance(c, AnyOf):
         return any(_admits(payload, x) for x in c.conditions)
+    if isinstance(c, Not):
+        return not _admits(payload, c.condition)
     value = payload.get(c.key)
     if isinstance(c, Range):
         return (
@@ -184,6 +223,12 @@ CASES: list[dict[str, Any]] = [
     {"token_count": {"gte": 100, "lt": 200}},
     {"source": "docs/", "token_count": {"lte": 150}, "kind": "markdown"},
     {"source": "nowhere/"},
+    {"doc_id": {"not": ["docs/a.md", "src/d.py"]}},
+    {"source": {"not": "docs/"}},
+    {"source": {"not": "docs/**/*.md"}},
+    {"language": {"not": "python"}},  # prose chunks lack a language and pass
+    {"heading_path": {"not": "Part 1"}},
+    {"token_count": {"not": {"gte": 100, "lt": 200}}, "kind": "markdown"},
 ]
 
 
@@ -256,6 +301,18 @@ def test_glob_kind_and_range_filters(service: SearchService) -> None:
     assert service.search("configuration", k=5, filters={"source": "nowhere/"}) == []
 
 
+def test_a_document_left_out_is_searched_as_if_the_corpus_lacked_it(
+    service: SearchService,
+) -> None:
+    query = "database migration lock held during restore from backup"
+    first = service.search(query, k=10)
+    left_out = first[0].doc_id
+    hits = service.search(query, k=10, filters={"doc_id": {"not": left_out}})
+    assert hits and left_out not in {h.doc_id for h in hits}
+    # A document field's negation keeps the whole-document ranking (`is_document_level`).
+    assert any("bm25_doc" in h.scores for h in hits)
+
+
 def test_unknown_field_is_a_config_error(service: SearchService) -> None:
     with pytest.raises(ConfigError, match="'colour'"):
         service.search("x", filters={"colour": "red"})
@@ -278,6 +335,14 @@ def test_api_filters_and_unknown_field(examples_index: BuiltIndex) -> None:
         assert error["loc"] == ["body", "filters"] and "'colour'" in error["msg"]
         response = client.post("/search", json={"query": "x", "filters": {"index": {"near": 1}}})
         assert response.status_code == 422 and "'near'" in response.text
+        body = {"query": "retry budget", "k": 3, "filters": {"kind": {"not": "code"}}}
+        response = client.post("/search", json=body)
+        assert response.status_code == 200, response.text
+        hits = response.json()["hits"]
+        assert len(hits) == 3 and not any(h["source"].endswith((".py", ".go", ".ts")) for h in hits)
+        body = {"query": "x", "filters": {"kind": {"not": "code", "gte": 1}}}
+        response = client.post("/search", json=body)
+        assert response.status_code == 422 and "'not' stands alone" in response.text
 
 
 def test_cli_filter_and_merge(examples_index: BuiltIndex, tmp_path: Path) -> None:
@@ -288,6 +353,9 @@ def test_cli_filter_and_merge(examples_index: BuiltIndex, tmp_path: Path) -> Non
     assert result.exit_code == 0, result.output
     assert '"source": "examples/lumen/ratelimit.go"' in result.output
     assert '"source": "examples/docs' not in result.output
+    result = CliRunner().invoke(main, [*args, "--filter", "source!=examples/lumen/"])
+    assert result.exit_code == 0, result.output
+    assert '"source": "examples/lumen/' not in result.output
     result = CliRunner().invoke(main, [*args, "--filter", "colour=red"])
     assert result.exit_code != 0 and "'colour'" in result.output
 

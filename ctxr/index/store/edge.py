@@ -30,7 +30,7 @@ from ctxr.config import Quantization
 from ctxr.disk import refusal, storage_error
 from ctxr.errors import CtxrError, IndexError_, IndexInUseError
 from ctxr.index.bm25.weights import SparseTerms
-from ctxr.index.filters import AllOf, AnyOf, Condition, PayloadFilter, Range, match_values
+from ctxr.index.filters import AllOf, AnyOf, Condition, Not, PayloadFilter, Range, match_values
 from ctxr.index.heap import return_freed_heap
 from ctxr.index.integrity import corrupt
 from ctxr.index.lock_holder import holder_phrase
@@ -549,6 +549,8 @@ def edge_filter(spec: PayloadFilter | None) -> Any:
             return qe.Filter(must=[condition(x) for x in c.conditions])
         if isinstance(c, AnyOf):
             return qe.Filter(should=[condition(x) for x in c.conditions])
+        if isinstance(c, Not):
+            return qe.Filter(must_not=[condition(c.condition)])
         if isinstance(c, Range):
             return qe.FieldCondition(c.key, range=qe.RangeFloat(c.gte, c.gt, c.lte, c.lt))
         if len(c.values) == 1:

@@ -25,7 +25,7 @@ from qdrant_client import QdrantClient, models
 from ctxr.config import Quantization
 from ctxr.errors import IndexError_, IndexMismatchError, IndexNotFoundError
 from ctxr.index.bm25.weights import SparseTerms
-from ctxr.index.filters import AllOf, AnyOf, Condition, PayloadFilter, Range, match_values
+from ctxr.index.filters import AllOf, AnyOf, Condition, Not, PayloadFilter, Range, match_values
 from ctxr.index.payload import KEYWORD_FIELDS, ChunkPayload
 from ctxr.index.store.base import (
     DENSE_VECTOR,
@@ -393,6 +393,8 @@ def client_filter(spec: PayloadFilter | None) -> models.Filter | None:
             return models.Filter(must=[condition(x) for x in c.conditions])
         if isinstance(c, AnyOf):
             return models.Filter(should=[condition(x) for x in c.conditions])
+        if isinstance(c, Not):
+            return models.Filter(must_not=[condition(c.condition)])
         if isinstance(c, Range):
             bounds = models.Range(gt=c.gt, gte=c.gte, lt=c.lt, lte=c.lte)
             return models.FieldCondition(key=c.key, range=bounds)
