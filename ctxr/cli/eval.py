@@ -83,6 +83,14 @@ def resolve_dataset(dataset: str, data: Path | None) -> tuple[DatasetKind, Path]
     help="BEIR: the corpus is source code in this language (e.g. python for CoSQA), indexed "
     "as ctxr indexes such files",
 )
+@click.option(
+    "--own-documents",
+    type=click.Choice(["drop", "leave-out"]),
+    default="drop",
+    show_default=True,
+    help="BEIR: a query that is itself a corpus document (ArguAna) has that document dropped "
+    "from its hits (BEIR's rule), or is searched as if the corpus lacked it (leave-out)",
+)
 @click.option("--json", "as_json", is_flag=True, help="print the results as JSON")
 @click.option("--markdown", "as_markdown", is_flag=True, help="print a Markdown table")
 @click.option(
@@ -101,6 +109,7 @@ def eval_command(
     limit_queries: int | None,
     split: str,
     language: str | None,
+    own_documents: str,
     as_json: bool,
     as_markdown: bool,
     plot: Path | None,
@@ -125,7 +134,7 @@ def eval_command(
         kwargs: dict[str, Any] = {
             "chunks": chunk_source, "rows": rows, "ks": k_values, "index_dir": index_dir,
             "limit_queries": limit_queries, "candidates": candidates, "progress": bar,
-            "split": split, "language": language,
+            "split": split, "language": language, "leave_own_out": own_documents == "leave-out",
         }  # fmt: skip
         if isinstance(bar, RichProgress):
             with bar:

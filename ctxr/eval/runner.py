@@ -16,7 +16,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,6 +36,7 @@ from ctxr.eval.rows import (
 from ctxr.index import components
 from ctxr.index.embed.base import Embedder
 from ctxr.index.embed.onnx import MODEL_NAME
+from ctxr.index.filters import NOT
 from ctxr.pipeline.build import index_documents
 from ctxr.pipeline.chunking import Chunker
 from ctxr.pipeline.report import IndexReport
@@ -177,13 +178,25 @@ def search_and_score(
     mode: str,
     candidates: int,
     fusion: str | None,
+    left_out: Mapping[str, Collection[str]] | None = None,
 ) -> tuple[metrics.MetricReport, list[float]]:
     """Run (query id, text) pairs in one batch, map each query's hits to judged ranks with
-    `mapper` and score them: the one scoring path of `ctxr eval` and `ctxr trial`."""
-    hits = service.search_many(
-        [text for _, text in queries], k=depth, mode=mode, candidates=candidates, fusion=fusion
-    )
-    found = {qid: mapper(qid, h) for (qid, _), h in zip(queries, hits, strict=True)}
+    `mapper` and score them: the one scoring path of `ctxr eval` and `ctxr trial`.
+
+    `left_out`: documents a query is searched without (its own, where the corpus holds the
+    query: BEIR's ignore_identical_ids), by a negated filter, so the search ranks and fuses as
+    if the corpus lacked them; such a query is searched alone."""
+    left_out = left_out or {}
+    options: dict[str, Any] = {"k": depth, "mode": mode, "candidates": candidates, "fusion": fusion}
+    together = [(qid, text) for qid, text in queries if not left_out.get(qid)]
+    hits = dict(zip([qid for qid, _ in together],
+                    service.search_many([text for _, text in together], **options),
+                    strict=True))  # fmt: skip
+    for qid, text in queries:
+        if left_out.get(qid):
+            leaving = {"doc_id": {NOT: sorted(left_out[qid])}}
+            hits[qid] = service.search(text, filters=leaving, **options)
+    found = {qid: mapper(qid, hits[qid]) for qid, _ in queries}
     return metrics.report_ranks(found, qrels, ks), metrics.recall_curve(found, qrels, max(ks))
 
 
@@ -201,8 +214,14 @@ def run_eval(
     progress: Progress | None = None,
     split: str = "test",
     language: str | None = None,
+    leave_own_out: bool = False,
 ) -> EvalResult:
-    """Index ``data_dir``'s data set and score every ablation row; see the module docstring."""
+    """Index ``data_dir``'s data set and score every ablation row; see the module docstring.
+
+    A query that is itself a corpus document (ArguAna) has that document dropped from its
+    hits, as BEIR scores it; `leave_own_out` searches it as if the corpus lacked it instead,
+    which a hybrid search ranks and fuses differently (the document is each retriever's
+    extreme score)."""
     progress = progress or NullProgress()
     base = settings or load_settings()
     rows = list(rows or parse_rows(DEFAULT_ROWS))
@@ -236,8 +255,11 @@ def run_eval(
     own = sum(1 for q in queries if q.ignore)
     if own:
         result.notes.append(
-            f"{own} queries are themselves corpus documents; a hit on a query's own document "
-            "is dropped (BEIR's ignore_identical_ids)"
+            f"{own} queries are themselves corpus documents; each is searched as if the corpus "
+            "lacked its own document (--own-documents leave-out)"
+            if leave_own_out
+            else f"{own} queries are themselves corpus documents; a hit on a query's own "
+            "document is dropped (BEIR's ignore_identical_ids)"
         )
     temporary = index_dir is None
     root = Path(tempfile.mkdtemp(prefix="ctxr-eval-")) if index_dir is None else index_dir
@@ -260,6 +282,7 @@ def run_eval(
             embedders.append(embedder)
             services[context] = (settings_c, SearchService(settings_c, embedder=embedder))
         pairs = [(q.query_id, q.text) for q in queries]
+        own_docs = {q.query_id: q.ignore for q in queries if q.ignore and leave_own_out}
         for row in rows:
             settings_r = services[row.context][0] if row.context in services else base
             record = _row_settings(row, chunks, ks, depth, pool, settings_r, kind)
@@ -270,7 +293,7 @@ def run_eval(
             progress.note(f"querying {row.name} ({len(pairs)} queries)")
             report, curve = search_and_score(
                 services[row.context][1], pairs, mapper, qrels, ks,
-                depth=depth, mode=row.mode, candidates=pool, fusion=row.fusion,
+                depth=depth, mode=row.mode, candidates=pool, fusion=row.fusion, left_out=own_docs,
             )  # fmt: skip
             seconds = round(time.perf_counter() - started, 2)
             result.rows.append(RowResult(row.name, record, True, "", report.scores, curve, seconds))

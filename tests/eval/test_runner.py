@@ -23,8 +23,11 @@ from ctxr.eval.runner import (
     EvalResult,
     given_chunker,
     run_eval,
+    search_and_score,
 )
+from ctxr.retrieve.service import SearchService
 from ctxr.types import Document, Hit, text_hash
+from tests.fixtures.index import BuiltIndex
 
 # --- fixtures ----------------------------------------------------------------------------------
 
@@ -283,3 +286,45 @@ def test_beir_drops_a_query_own_document_and_moves_the_rest_up() -> None:
 
     hits = [hit(1, "q1"), hit(2, "d2"), hit(3, "q1"), hit(4, "d3")]
     assert document_ranks(hits, {"q1"}) == {"d2": 1, "d3": 2}
+
+
+def test_own_documents_dropped_or_left_out(tmp_path: Path, settings: Settings) -> None:
+    # q-d5 is the document d5 itself (ArguAna's shape): found first when its hits are dropped
+    # afterwards, absent from the ranking when it is left out; either way it is no hit.
+    data = _write_beir(tmp_path / "own")
+    text = _BEIR_DOCS["d5"][1]
+    queries = (data / "queries.jsonl").read_text()
+    (data / "queries.jsonl").write_text(queries + json.dumps({"_id": "d5", "text": text}) + "\n")
+    with (data / "qrels" / "test.tsv").open("a") as qrels:
+        qrels.write("d5\td3\t1\n")
+    rows = parse_rows("hybrid:none")
+    dropped = run_eval("beir", data, ks=[1, 10], rows=rows, settings=settings)
+    left = run_eval("beir", data, ks=[1, 10], rows=rows, settings=settings, leave_own_out=True)
+    assert any("is dropped" in n for n in dropped.notes)
+    assert any("as if the corpus lacked" in n for n in left.notes)
+    for result in (dropped, left):
+        assert result.rows[0].scores["recall@10"] == pytest.approx(1.0)
+
+
+def test_a_query_that_is_a_corpus_document_is_searched_without_it(
+    examples_index: BuiltIndex,
+) -> None:
+    # ArguAna's queries are corpus documents: each is searched as if the corpus lacked its own
+    # (a negated filter), so its own document neither takes a place nor sways the fusion.
+    with SearchService(examples_index.settings) as service:
+        doc_id = "examples/docs/backup-restore.md"
+        text = service.document(doc_id)["chunks"][0]["text"]  # type: ignore[index]
+        seen: dict[str, list[Hit]] = {}
+
+        def record(qid: str, hits: list[Hit]) -> dict[str, int]:
+            seen[qid] = hits
+            return document_ranks(hits)
+
+        pairs = [("own", text), ("plain", text)]
+        qrels = {"own": {"examples/docs/faq.md": 1}, "plain": {"examples/docs/faq.md": 1}}
+        search_and_score(
+            service, pairs, record, qrels, (1, 10), depth=10, mode="hybrid", candidates=50,
+            fusion=None, left_out={"own": frozenset({doc_id})},
+        )  # fmt: skip
+        assert seen["plain"][0].doc_id == doc_id  # found first when it is not left out
+        assert seen["own"] and doc_id not in {h.doc_id for h in seen["own"]}
