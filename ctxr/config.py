@@ -356,6 +356,17 @@ class SearchSettings(_Group):
     doc_bm25_weight: float = Field(
         0.5, gt=0, description="DBSF/RRF weight of the document BM25 ranking (the others 1)"
     )
+    # DBSF leans on BM25 less for a query the dense retriever is sure of
+    # (`ctxr.retrieve.confidence`): the threshold is a cosine of one embedder, so "auto" takes
+    # the one measured for the index's embedder and is off for an embedder not measured.
+    dense_confidence: float | Literal["auto", "off"] = Field(
+        "auto",
+        description="dense top score from which DBSF gives BM25 less weight: auto (the "
+        "embedder's measured score: 0.7 for the embedded MiniLM, off for others), off, or -1..1",
+    )
+    dense_confident_bm25: float = Field(
+        0.6, gt=0, le=1, description="share of BM25's DBSF weight when the dense retriever is sure"
+    )
     # Reranking (`ctxr.retrieve.rerank.base`): off unless a request or CTXR_RERANK names a reranker.
     rerank: RerankChoice | None = Field(
         None, description="reranker used when a request names none; none/unset = off"
@@ -379,6 +390,22 @@ class SearchSettings(_Group):
     @classmethod
     def _weights_parse(cls, value: Any) -> Any:
         return parse_weights(_as_spec(value))
+
+    @field_validator("dense_confidence", mode="before")
+    @classmethod
+    def _auto_off_or_a_cosine(cls, value: Any) -> Any:
+        if isinstance(value, str) and value.strip().lower() in ("auto", "off"):
+            return value.strip().lower()
+        wrong = f"auto, off or a cosine between -1 and 1, got {value!r}"
+        if isinstance(value, bool):
+            raise ValueError(wrong)
+        try:
+            cosine = float(value)
+        except (TypeError, ValueError):
+            raise ValueError(wrong) from None
+        if not -1.0 <= cosine <= 1.0:  # NaN too
+            raise ValueError(f"a cosine is between -1 and 1, got {cosine:g}; or auto, or off")
+        return cosine
 
     @field_validator(
         "rerank", "rerank_url", "rerank_api_key", "rerank_model", "rerank_model_path", mode="before"

@@ -15,6 +15,13 @@ Two families, both parameter-light:
   that differ between cosine and BM25, so asking for more hits would shift the retrievers'
   balance and reorder the first ones (SciFact train: docs/explanation/evaluation.md).
 
+DBSF gives BM25 less weight for a query the dense retriever is sure of: when the dense
+ranking's top score is at least `FusionParams.confident_dense` (a cosine of one embedder:
+`ctxr.retrieve.confidence`), both BM25 rankings count `confident_bm25` of their weight: a dense
+match that close is strong evidence on its own, and BM25's full share then mostly lifts chunks
+that share the query's words but not its meaning. Chosen on the tuning splits of five judged
+sets (docs/explanation/evaluation.md, "Less BM25 when the dense retriever is sure").
+
 Each fused item keeps every retriever's score and rank, so a caller can show why a hit came
 back.
 """
@@ -29,6 +36,8 @@ from ctxr.config import DEFAULT_FUSION_WEIGHTS
 from ctxr.types import RetrieverScore
 
 K = TypeVar("K", bound=Hashable)
+DENSE_RANKING = "dense"
+CHUNK_BM25_RANKING = "bm25"
 DOCUMENT_RANKING = "bm25_doc"  # the whole-document BM25 ranking (`ctxr.retrieve.documents`)
 
 
@@ -135,6 +144,10 @@ class FusionParams:
     document_weight: float = 0.5
     # DBSF's normalisation window: the search's candidates per retriever (None: whole lists).
     window: int | None = None
+    # DBSF: a dense top score at which both BM25 rankings count `confident_bm25` of their
+    # weight (None: never; `ctxr.retrieve.confidence` sets it per embedder).
+    confident_dense: float | None = None
+    confident_bm25: float = 1.0
 
 
 Rankings = Mapping[str, Sequence[tuple[K, float]]]
@@ -151,9 +164,17 @@ def _weighted(rankings: Rankings[K], params: FusionParams) -> list[Fused[K]]:
 
 
 def _dbsf(rankings: Rankings[K], params: FusionParams) -> list[Fused[K]]:
-    return distribution_based_score_fusion(
-        rankings, weights=_document_weight(params), window=params.window
-    )
+    weights = _document_weight(params)
+    if _dense_is_sure(rankings, params):
+        bm25 = {CHUNK_BM25_RANKING: 1.0, DOCUMENT_RANKING: params.document_weight}
+        weights = {name: weight * params.confident_bm25 for name, weight in bm25.items()}
+    return distribution_based_score_fusion(rankings, weights=weights, window=params.window)
+
+
+def _dense_is_sure(rankings: Rankings[K], params: FusionParams) -> bool:
+    dense = rankings.get(DENSE_RANKING)
+    sure = params.confident_dense
+    return sure is not None and dense is not None and len(dense) > 0 and dense[0][1] >= sure
 
 
 def _document_weight(params: FusionParams) -> dict[str, float] | None:

@@ -34,6 +34,7 @@ from ctxr.index.manifest import Manifest
 from ctxr.index.payload import ChunkPayload
 from ctxr.index.store.base import RANKING_FIELDS, ScoredRecord, Store
 from ctxr.retrieve.around import passage_around
+from ctxr.retrieve.confidence import dense_threshold
 from ctxr.retrieve.expand import expand_parents
 from ctxr.retrieve.fusion import DOCUMENT_RANKING, FusionParams
 from ctxr.retrieve.highlight import Matches, matches
@@ -75,7 +76,12 @@ class SearchService:
         search = settings.search
         self._query_vectors = QueryVectorCache(search.query_cache_size)
         self._fusion = FusionParams(
-            search.rrf_k, search.weighted_k, search.fusion_weights, search.doc_bm25_weight
+            search.rrf_k,
+            search.weighted_k,
+            search.fusion_weights,
+            search.doc_bm25_weight,
+            confident_dense=dense_threshold(search.dense_confidence, self.manifest.settings),
+            confident_bm25=search.dense_confident_bm25,
         )
         self.adopt_manifest(self.manifest)
         self._rerankers_lock = threading.Lock()

@@ -5,8 +5,11 @@ from __future__ import annotations
 import pytest
 
 from ctxr.retrieve.fusion import (
+    DOCUMENT_RANKING,
     Fused,
+    FusionParams,
     distribution_based_score_fusion,
+    fuse,
     reciprocal_rank_fusion,
     single_ranking,
 )
@@ -177,3 +180,24 @@ def test_dbsf_window_keeps_a_deeper_fetch_from_reordering_the_top() -> None:
     windowed = distribution_based_score_fusion(deep, window=3)
     assert [f.key for f in windowed[:3]] == [f.key for f in shallow]
     assert [f.key for f in unwindowed[:3]] != [f.key for f in shallow]
+
+
+def test_dbsf_gives_bm25_less_weight_when_the_dense_top_score_is_sure() -> None:
+    dense = [("a", 0.72), ("b", 0.5), ("c", 0.1)]
+    bm25 = [("c", 12.0), ("b", 4.0), ("a", 1.0)]
+    documents = [("c", 3.0), ("a", 2.0)]
+    rankings = {"dense": dense, "bm25": bm25, DOCUMENT_RANKING: documents}
+    sure = FusionParams(confident_dense=0.7, confident_bm25=0.6)
+    expected = distribution_based_score_fusion(
+        rankings, weights={"bm25": 0.6, DOCUMENT_RANKING: 0.5 * 0.6}
+    )
+    assert fuse("dbsf", rankings, sure) == expected
+    plain = fuse("dbsf", rankings, FusionParams())
+    assert plain == distribution_based_score_fusion(rankings, weights={DOCUMENT_RANKING: 0.5})
+    assert plain[0].key == "c" and expected[0].key == "a"
+    # Below the threshold, or with no threshold, the weights are the usual ones.
+    assert fuse("dbsf", rankings, FusionParams(confident_dense=0.73, confident_bm25=0.6)) == plain
+    unsure = {**rankings, "dense": [("a", 0.69), *dense[1:]]}
+    assert fuse("dbsf", unsure, sure) == fuse("dbsf", unsure, FusionParams())
+    # Only DBSF reads it; RRF keeps its weights.
+    assert fuse("rrf", rankings, sure) == fuse("rrf", rankings, FusionParams())

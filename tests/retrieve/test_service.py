@@ -109,28 +109,34 @@ def test_rrf_is_available_per_request(service: SearchService) -> None:
         service.search(query, fusion="borda")
 
 
+@pytest.mark.parametrize(("confidence", "bm25"), [("off", 1.0), (-1.0, 0.6), (1.0, 1.0)])
 def test_more_hits_than_candidates_keep_the_candidates_normalisation(
-    service: SearchService,
+    examples_index: BuiltIndex, confidence: float | str, bm25: float
 ) -> None:
     """DBSF normalises each ranking over its first `candidates` scores, however deep the
     search fetches for k (`ctxr.retrieve.fusion`): each hit's fused score, recomputed from
-    the retrievers' own rankings with that window, is what the search returned."""
-    query, window = "how do I restore a backup?", 3
-    hits = service.search(query, k=20, candidates=window)
-    [rankings] = service.retrieve([query], "hybrid", 20)
+    the retrievers' own rankings with that window, is what the search returned. BM25 counts
+    0.6 of its weight when the dense top score reaches `CTXR_DENSE_CONFIDENCE` (-1: always;
+    1: never, short of an exact match)."""
+    settings = examples_index.settings_with(dense_confidence=confidence)
+    with SearchService(settings) as service:
+        query, window = "how do I restore a backup?", 3
+        hits = service.search(query, k=20, candidates=window)
+        [rankings] = service.retrieve([query], "hybrid", 20)
     assert len(hits) == 20 and all(len(r) > window for r in rankings.values())
+    assert rankings["dense"][0].score < 1.0
     bounds = {}
     for name, ranking in rankings.items():
         first = [r.score for r in ranking[:window]]
         mean = sum(first) / window
         std = (sum((x - mean) ** 2 for x in first) / window) ** 0.5
         bounds[name] = (mean - 3 * std, mean + 3 * std)
-    weight = {"bm25_doc": 0.5}
+    weight = {"dense": 1.0, "bm25": bm25, "bm25_doc": 0.5 * bm25}
     for hit in hits:
         expected = 0.0
         for name, part in hit.scores.items():
             low, high = bounds[name]
-            expected += weight.get(name, 1.0) * min(max((part.score - low) / (high - low), 0), 1)
+            expected += weight[name] * min(max((part.score - low) / (high - low), 0), 1)
         assert hit.score == pytest.approx(expected), hit.chunk_id
     assert any(s.rank > window for h in hits for s in h.scores.values())  # the tail counted
 
