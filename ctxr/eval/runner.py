@@ -334,5 +334,8 @@ def _row_settings(
         else None,
         "doc_ranking": settings.search.doc_ranking if fusion else None,
         "doc_bm25_weight": settings.search.doc_bm25_weight if fusion else None,
+        # DBSF's lighter BM25 for a query the dense retriever is sure of (`auto`: per embedder).
+        "dense_confidence": settings.search.dense_confidence if fusion == "dbsf" else None,
+        "dense_confident_bm25": settings.search.dense_confident_bm25 if fusion == "dbsf" else None,
         "doc_rank": "best chunk" if kind == "beir" else None,
     }

@@ -201,6 +201,8 @@ def test_beir_all_rows_end_to_end(tmp_path: Path, settings: Settings) -> None:
         assert row.settings["bm25_k1"] == 1.2
     assert by_name["hybrid:outline"].settings["fusion"] == "dbsf"
     assert by_name["hybrid:outline"].settings["rrf_k"] is None
+    assert by_name["hybrid:outline"].settings["dense_confidence"] == "auto"
+    assert by_name["dense:none"].settings["dense_confidence"] is None
     assert by_name["dense:none"].settings["fusion"] is None
     assert (tmp_path / "idx").is_dir()  # a named index directory is kept
 
