@@ -79,6 +79,9 @@ class Variant:
     # BM25 (chunks and documents) `sure_scale` of its weight; 0 is the search as it is.
     sure: float = 0.0
     sure_scale: float = 1.0
+    # ... unless BM25 is sure too: its top score `unless` standard deviations or more above its
+    # candidates' mean (a rare name matched); 0 is no exception.
+    unless: float = 0.0
 
     def name(self) -> str:
         tail = f" long>{self.long}x{self.long_scale:g}" if self.long_scale != 1.0 else ""
@@ -88,15 +91,17 @@ class Variant:
         tail += f" title {self.title:g}" if self.title else ""
         tail += f" cover<{self.cover:g}x{self.cover_scale:g}" if self.cover else ""
         tail += f" dense>={self.sure:g}x{self.sure_scale:g}" if self.sure else ""
+        tail += f" unless bm25 margin>={self.unless:g}" if self.sure and self.unless else ""
         return f"bm25 {self.bm25:g} doc {self.doc:g}{tail}"
 
     def weights(
-        self, query: str, coverage: float = 1.0, dense_top: float = 0.0
+        self, query: str, coverage: float = 1.0, dense_top: float = 0.0, bm25_margin: float = 0.0
     ) -> dict[str, float]:
         scale = self.long_scale if len(WORD.findall(query)) > self.long else 1.0
         scale *= self.ident_scale if IDENTIFIER.search(query) else 1.0
         scale *= self.cover_scale if coverage < self.cover else 1.0
-        scale *= self.sure_scale if self.sure and dense_top >= self.sure else 1.0
+        bm25_sure = bool(self.unless) and bm25_margin >= self.unless
+        scale *= self.sure_scale if self.sure and dense_top >= self.sure and not bm25_sure else 1.0
         return {"dense": 1.0, "bm25": self.bm25 * scale, DOCUMENT_RANKING: self.doc * scale}
 
 
@@ -193,7 +198,8 @@ def per_query(
             _coverage(terms(query.text), ranked.get("bm25", []), terms) if variant.cover else 1.0
         )
         # Only the rankings the query has (the code set has no document ranking).
-        weights = variant.weights(query.text, coverage, _dense_top(query, ranked))
+        margin = _margin([r.score for r in ranked.get("bm25", [])[: variant.window]])
+        weights = variant.weights(query.text, coverage, _dense_top(query, ranked), margin)
         weights = {n: w for n, w in weights.items() if n in ranked}
         memo = (dataset.name, i, tuple(sorted(weights.items())), variant.window, variant.support,
                 variant.title)  # fmt: skip
