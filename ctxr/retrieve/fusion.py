@@ -18,9 +18,9 @@ Two families, both parameter-light:
 DBSF gives BM25 less weight for a query the dense retriever is sure of: when the dense
 ranking's top score is at least `FusionParams.confident_dense` (a cosine of one embedder:
 `ctxr.retrieve.confidence`), both BM25 rankings count `confident_bm25` of their weight: a dense
-match that close is strong evidence on its own, and BM25's full share then mostly lifts chunks
-that share the query's words but not its meaning. Chosen on the tuning splits of five judged
-sets (docs/explanation/evaluation.md, "Less BM25 when the dense retriever is sure").
+match that close is strong evidence on its own. Chosen on the tuning splits of five judged sets,
+where it lifts web questions over code and costs none of the others more than noise
+(docs/explanation/evaluation.md, "Less BM25 when the dense retriever is sure").
 
 Each fused item keeps every retriever's score and rank, so a caller can show why a hit came
 back.
