@@ -291,8 +291,8 @@ def test_beir_drops_a_query_own_document_and_moves_the_rest_up() -> None:
 
 
 def test_own_documents_dropped_or_left_out(tmp_path: Path, settings: Settings) -> None:
-    # q-d5 is the document d5 itself (ArguAna's shape): found first when its hits are dropped
-    # afterwards, absent from the ranking when it is left out; either way it is no hit.
+    # The query d5 is the document d5 itself (ArguAna's shape): found first when its hits are
+    # dropped afterwards, absent from the ranking when it is left out; either way no hit.
     data = _write_beir(tmp_path / "own")
     text = _BEIR_DOCS["d5"][1]
     queries = (data / "queries.jsonl").read_text()
