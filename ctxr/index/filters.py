@@ -126,10 +126,8 @@ def parse_filters(spec: Mapping[str, Any] | None) -> PayloadFilter | None:
         raise ConfigError(f"filters must be an object of field: condition, got {spec!r}")
     conditions: list[Condition] = []
     for key, value in spec.items():
-        if isinstance(key, str) and key.startswith(META_PREFIX):
-            conditions.append(_negatable(key, value))
-            continue
-        if key not in FIELDS:
+        is_meta = isinstance(key, str) and key.startswith(META_PREFIX)
+        if not is_meta and key not in FIELDS:
             raise ConfigError(
                 f"unknown filter field {key!r}; filterable fields: {', '.join(FIELDS)}, "
                 f"or {META_PREFIX}KEY for a Markdown front matter key"
