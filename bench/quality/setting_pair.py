@@ -4,8 +4,9 @@ Every judged query is searched through `SearchService` (what `ctxr eval` scores)
 each value of ``--setting`` on the same index, and scored as `ctxr eval` scores it (BEIR
 sets: nDCG@10 by distinct documents; the code set: the mean of Pass@5/10/20 by the span-overlap
 rule of ``--chunks ours``). Printed per value: the metric; then the second value against the
-first: the mean difference with its paired bootstrap interval (`ctxr.eval.stats`), and how many
-queries rose and fell. A mean alone hides whether a change is a few queries or noise.
+first: the mean difference with its paired bootstrap interval and sign-flip p-value
+(`ctxr.eval.stats.paired_test`, what `ctxr trial` compares rows with), and how many queries rose
+and fell. A mean alone hides whether a change is a few queries or noise.
 
     ctxr eval beir --data ../shared/data/cosqa --language python --index-dir /tmp/q-evalidx \\
         --modes hybrid:none
@@ -28,7 +29,7 @@ from ctxr.config import load_settings
 from ctxr.eval.datasets import load_anthropic_codebase, load_beir
 from ctxr.eval.judging import judged_ranks
 from ctxr.eval.runner import BEIR_HITS_PER_DOC, search_and_score
-from ctxr.eval.stats import bootstrap_interval
+from ctxr.eval.stats import paired_test
 from ctxr.index import components
 from ctxr.retrieve.service import SearchService
 
@@ -62,12 +63,13 @@ def per_query(
 
 
 def compare(first: dict[str, float], second: dict[str, float]) -> str:
-    """The second's mean difference from the first, its interval, and queries up / down."""
-    differences = [second[qid] - first[qid] for qid in first]
-    interval = bootstrap_interval(differences)
-    up = sum(d > TIE for d in differences)
-    down = sum(d < -TIE for d in differences)
-    return (f"{interval.mean:+.4f} [{interval.low:+.4f}, {interval.high:+.4f}], "
+    """The second's mean difference from the first (`ctxr.eval.stats.paired_test`: its interval
+    and sign-flip p-value), and the queries it moved up and down."""
+    queries = list(first)
+    test = paired_test([second[q] for q in queries], [first[q] for q in queries])
+    up = sum(second[q] > first[q] + TIE for q in queries)
+    down = sum(second[q] < first[q] - TIE for q in queries)
+    return (f"{test.difference:+.4f} [{test.low:+.4f}, {test.high:+.4f}], p {test.p_value:.3f}, "
             f"{up} up / {down} down")  # fmt: skip
 
 
