@@ -197,8 +197,10 @@ def per_query(
         coverage = (
             _coverage(terms(query.text), ranked.get("bm25", []), terms) if variant.cover else 1.0
         )
+        # BM25's margin, likewise only for the variants that read it.
+        bm25 = ranked.get("bm25", [])[: variant.window]
+        margin = _margin([r.score for r in bm25]) if variant.unless else 0.0
         # Only the rankings the query has (the code set has no document ranking).
-        margin = _margin([r.score for r in ranked.get("bm25", [])[: variant.window]])
         weights = variant.weights(query.text, coverage, _dense_top(query, ranked), margin)
         weights = {n: w for n, w in weights.items() if n in ranked}
         memo = (dataset.name, i, tuple(sorted(weights.items())), variant.window, variant.support,
